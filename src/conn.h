@@ -1,0 +1,96 @@
+/*
+ * conn: one client connection on a worker's event loop.
+ *
+ * Reads bytes, feeds them to the parser, runs each request through
+ * process.c and queues the replies. Replies are not written when they are
+ * produced: the connection joins its host's send list, and the worker sends
+ * every queued reply once per pass of its event loop, after the pass's
+ * writes have committed (txn.h T3). So all replies produced by one read go
+ * out in one write, and no reply to a write leaves before the write is
+ * durable.
+ *
+ * States (conn_state_names[] has their names for logs):
+ *
+ *   READING --output above watermark--> DRAINING --output sent--> READING
+ *   READING --quit / fatal parse error--> CLOSING --output sent--> CLOSED
+ *   any --EOF, error, idle timeout, aborted commit--> CLOSED
+ *
+ * Memory per connection is bounded: input by the parser's limits (longest
+ * line plus the largest value), output by the watermark plus one reply
+ * piece, because a connection stops reading, and a multi-key get stops
+ * mid-way, while its output is above the watermark.
+ *
+ * Thread-safety: a connection and its host belong to one worker thread.
+ * A closed connection is freed only at the end of the pass, because the
+ * pass's write batch may still name it as the owner of staged changes.
+ */
+#ifndef KURA_CONN_H
+#define KURA_CONN_H
+
+#include <event2/event.h>
+#include <event2/event_struct.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "process.h"
+#include "proto.h"
+
+enum conn_state {
+    CONN_READING,
+    CONN_DRAINING,
+    CONN_CLOSING,
+    CONN_CLOSED,
+    CONN_STATE_COUNT
+};
+
+extern const char *const conn_state_names[CONN_STATE_COUNT];
+
+struct conn;
+
+/* What a worker provides to its connections. */
+struct conn_host {
+    struct event_base *base;
+    struct process_ctx *pctx;
+    struct proto_limits limits;
+    const struct timeval *idle_tv; /* NULL = no idle timeout */
+    size_t watermark;              /* output bytes that pause a client */
+    struct stats_counters *stats;
+    _Atomic uint64_t *curr_conns;  /* server-wide, decremented on close */
+    struct conn *all;              /* every connection not yet freed */
+    struct conn *send_head;        /* output waiting for the end of pass */
+    struct conn *dead_head;        /* closed, freed at the end of pass */
+    uint64_t nconns;
+};
+
+/* Initialises an empty host. */
+void conn_host_init(struct conn_host *h);
+
+/*
+ * Takes ownership of the connected, non-blocking socket `fd` and starts
+ * reading from it. Returns the connection, or NULL (and closes `fd`) when
+ * out of memory.
+ */
+struct conn *conn_create(struct conn_host *h, int fd);
+
+/*
+ * Called when a commit fails: the connection is closed without sending
+ * anything queued, so no reply claims a write that was not kept.
+ */
+void conn_abort(struct conn *c);
+
+/*
+ * End of a pass, after the write batch has committed: sends every queued
+ * reply, then frees the connections closed during the pass.
+ */
+void conn_host_end_pass(struct conn_host *h);
+
+/*
+ * Closes every connection (shutdown). Their queued output is sent first,
+ * as far as the socket accepts it without blocking.
+ */
+void conn_host_close_all(struct conn_host *h);
+
+#endif

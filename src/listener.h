@@ -1,0 +1,60 @@
+/*
+ * listener: accepts client connections and hands them to workers.
+ *
+ * Runs on the main thread's event loop. It binds -host/-port (or a unix
+ * socket with -port 0) with a backlog of at least 4096, accepts, sets
+ * TCP_NODELAY (replies are already batched per pass, so Nagle would only
+ * add latency) and deals connections round-robin to the workers.
+ *
+ * At the connection limit a new client gets "SERVER_ERROR too many open
+ * connections" and is closed; existing clients are unaffected. When the
+ * process runs out of descriptors, accepting pauses for a moment instead
+ * of spinning on a listen socket that stays readable.
+ *
+ * Thread-safety: main thread only; the counters are atomics read by stats.
+ */
+#ifndef KURA_LISTENER_H
+#define KURA_LISTENER_H
+
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "log.h"
+#include "worker.h"
+
+#define LISTENER_BACKLOG 4096
+
+struct listener {
+    struct event_base *base;
+    struct evconnlistener *evl;
+    struct event *resume_ev; /* re-enables accepting after EMFILE */
+    struct worker *workers;
+    int nworkers;
+    int next;                /* round-robin position */
+    uint32_t maxconn;
+    _Atomic uint64_t *curr_conns;
+    struct logger *log;
+    char unix_path[4096];    /* removed on close, when a unix socket */
+    _Atomic uint64_t total_conns;
+    _Atomic uint64_t rejected_conns;
+    _Atomic uint64_t disabled_count;
+    _Atomic bool accepting;
+};
+
+/*
+ * Binds `host`:`port` (a unix socket at path `host` when `port` is 0) and
+ * starts accepting on `base`. Returns 0, or -1 with a reason in `err`.
+ */
+int listener_open(struct listener *l, struct event_base *base,
+                  const char *host, int port, struct worker *workers,
+                  int nworkers, uint32_t maxconn,
+                  _Atomic uint64_t *curr_conns, struct logger *log,
+                  char *err, size_t errlen);
+
+/* Stops accepting and closes the listening socket. Idempotent. */
+void listener_close(struct listener *l);
+
+#endif

@@ -1,0 +1,150 @@
+/*
+ * record: envelope codec (see record.h for the layout).
+ */
+#include "record.h"
+
+#include <string.h>
+
+#define PRESENT_FLAGS 0x01u
+#define PRESENT_EXPTIME 0x02u
+#define PRESENT_CAS 0x04u
+#define PRESENT_ALL (PRESENT_FLAGS | PRESENT_EXPTIME | PRESENT_CAS)
+
+static void
+_put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static void
+_put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static uint32_t
+_get_u32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--) {
+        v = (v << 8) | p[i];
+    }
+    return v;
+}
+
+static uint64_t
+_get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) {
+        v = (v << 8) | p[i];
+    }
+    return v;
+}
+
+size_t
+record_encode(const struct record_meta *m, uint8_t *out)
+{
+    uint8_t present = 0;
+    size_t n = 2;
+
+    _put_u64(out + n, m->ts);
+    n += 8;
+    uint32_t sid = m->sid;
+    do {
+        uint8_t b = sid & 0x7f;
+        sid >>= 7;
+        out[n++] = sid != 0 ? (uint8_t)(b | 0x80) : b;
+    } while (sid != 0);
+    if (m->flags != 0) {
+        present |= PRESENT_FLAGS;
+        _put_u32(out + n, m->flags);
+        n += 4;
+    }
+    if (m->exptime != 0) {
+        present |= PRESENT_EXPTIME;
+        _put_u32(out + n, m->exptime);
+        n += 4;
+    }
+    if (m->cas != m->ts) {
+        present |= PRESENT_CAS;
+        _put_u64(out + n, m->cas);
+        n += 8;
+    }
+    out[0] = (uint8_t)((RECORD_VERSION << 4) | (m->kind & 0x0f));
+    out[1] = present;
+    return n;
+}
+
+enum record_status
+record_decode(const uint8_t *buf, size_t len, struct record_meta *m,
+              const uint8_t **value, size_t *vlen)
+{
+    size_t n = 2;
+
+    if (len < 2 + 8 + 1 || (buf[0] >> 4) != RECORD_VERSION) {
+        return RECORD_ECORRUPT;
+    }
+    unsigned kind = buf[0] & 0x0f;
+    if (kind != RECORD_VALUE && kind != RECORD_TOMBSTONE) {
+        return RECORD_ECORRUPT;
+    }
+    uint8_t present = buf[1];
+    if ((present & ~PRESENT_ALL) != 0) {
+        return RECORD_ECORRUPT;
+    }
+    m->kind = (enum record_kind)kind;
+    m->ts = _get_u64(buf + n);
+    n += 8;
+
+    uint32_t sid = 0;
+    for (int shift = 0;; shift += 7) {
+        if (n >= len || shift > 28) {
+            return RECORD_ECORRUPT;
+        }
+        uint8_t b = buf[n++];
+        sid |= (uint32_t)(b & 0x7f) << shift;
+        if ((b & 0x80) == 0) {
+            break;
+        }
+    }
+    m->sid = sid;
+
+    size_t need = ((present & PRESENT_FLAGS) ? 4 : 0) +
+                  ((present & PRESENT_EXPTIME) ? 4 : 0) +
+                  ((present & PRESENT_CAS) ? 8 : 0);
+    if (len - n < need) {
+        return RECORD_ECORRUPT;
+    }
+    m->flags = 0;
+    if (present & PRESENT_FLAGS) {
+        m->flags = _get_u32(buf + n);
+        n += 4;
+    }
+    m->exptime = 0;
+    if (present & PRESENT_EXPTIME) {
+        m->exptime = _get_u32(buf + n);
+        n += 4;
+    }
+    m->cas = m->ts;
+    if (present & PRESENT_CAS) {
+        m->cas = _get_u64(buf + n);
+        n += 8;
+    }
+    *value = buf + n;
+    *vlen = len - n;
+    return RECORD_OK;
+}
+
+int
+record_newer(const struct record_meta *a, const struct record_meta *b)
+{
+    if (a->ts != b->ts) {
+        return a->ts > b->ts;
+    }
+    return a->sid > b->sid;
+}

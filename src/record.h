@@ -1,0 +1,74 @@
+/*
+ * record: the envelope stored in front of every value in the database.
+ *
+ * A stored record is the envelope followed by the client's value bytes.
+ * The envelope keeps what memcached clients rely on (32-bit flags, absolute
+ * expiry, 64-bit cas) and what replication needs (the write timestamp and
+ * the id of the server where the write originated). Tombstones record a
+ * delete so that a later, older write from a peer cannot resurrect the key.
+ *
+ * Encoding (little-endian), compact because a record for a last-login
+ * timestamp is only ~30 bytes of key and value:
+ *
+ *   u8  version (high nibble, = 1) | kind (low nibble)
+ *   u8  presence bits: FLAGS, EXPTIME, CAS (cas stored only if != ts)
+ *   u64 ts           microseconds since the epoch, origin write time
+ *   varint sid       origin server id
+ *   [u32 flags]      when FLAGS
+ *   [u32 exptime]    when EXPTIME; absolute unix seconds, absent = never
+ *   [u64 cas]        when CAS; otherwise cas == ts
+ *   value bytes      the rest
+ *
+ * Pure functions; no allocation; any thread.
+ */
+#ifndef KURA_RECORD_H
+#define KURA_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RECORD_VERSION 1
+/* Largest envelope: 2 + 8 + 5 + 4 + 4 + 8. */
+#define RECORD_HEADER_MAX 31
+
+enum record_kind {
+    RECORD_VALUE = 1,     /* a live value (possibly expired) */
+    RECORD_TOMBSTONE = 2, /* a delete, kept so replication can order it */
+};
+
+enum record_status {
+    RECORD_OK = 0,
+    RECORD_ECORRUPT, /* bytes are not a valid envelope */
+};
+
+struct record_meta {
+    enum record_kind kind;
+    uint32_t flags;   /* client flags */
+    uint32_t exptime; /* absolute unix seconds; 0 = never expires */
+    uint64_t cas;     /* compare-and-swap unique */
+    uint64_t ts;      /* origin write timestamp, microseconds */
+    uint32_t sid;     /* origin server id */
+};
+
+/*
+ * Encodes `m` into `out`, which must hold RECORD_HEADER_MAX bytes.
+ * Returns the number of bytes written (the value follows them).
+ */
+size_t record_encode(const struct record_meta *m, uint8_t *out);
+
+/*
+ * Decodes the envelope at the start of `buf` (`len` bytes). On success fills
+ * `*m`, points `*value` into `buf` at the value and sets `*vlen`; nothing is
+ * copied. Returns RECORD_OK or RECORD_ECORRUPT.
+ */
+enum record_status record_decode(const uint8_t *buf, size_t len,
+                                 struct record_meta *m, const uint8_t **value,
+                                 size_t *vlen);
+
+/*
+ * Returns nonzero if the change described by `a` wins over `b` under the
+ * replication rule: the higher (ts, sid) pair is the newer write.
+ */
+int record_newer(const struct record_meta *a, const struct record_meta *b);
+
+#endif

@@ -1,0 +1,422 @@
+/*
+ * server: wiring and life cycle (see server.h).
+ */
+#include "server.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "config.h"
+#include "daemon.h"
+#include "listener.h"
+#include "log.h"
+#include "process.h"
+#include "record.h"
+#include "stats.h"
+#include "store.h"
+#include "sweeper.h"
+#include "txn.h"
+#include "util.h"
+#include "worker.h"
+
+/* Output bytes queued for one client before it stops being served. */
+#define SERVER_WATERMARK ((size_t)256 << 10)
+/* Lock stripes for the write path; collisions force early commits. */
+#define SERVER_STRIPES 65536
+#define SWEEPER_SLICE_KEYS 500
+#define SWEEPER_PAUSE_MS 100
+
+struct server {
+    const struct settings *settings;
+    struct logger log;
+    struct pidfile pid;
+    int notify_fd;
+    struct store *store;
+    struct clock clock;
+    struct txn_engine eng;
+    bool eng_ready;
+    struct process_env penv;
+    struct worker_shared shared;
+    struct worker *workers;
+    int nworkers;
+    struct event_base *base;
+    struct listener listener;
+    bool listening;
+    struct sweeper sweeper;
+    bool sweeping;
+    struct event *sig_term;
+    struct event *sig_int;
+    struct event *sig_hup;
+    int64_t started_s;
+    pthread_mutex_t baseline_lock;
+    uint64_t baseline[STATS_COUNT]; /* counters at the last stats reset */
+    uint64_t total_conns_baseline;
+};
+
+static void
+_sum_counters(struct server *srv, uint64_t out[STATS_COUNT])
+{
+    memset(out, 0, sizeof(uint64_t) * STATS_COUNT);
+    for (int i = 0; i < srv->nworkers; i++) {
+        stats_sum(out, &srv->workers[i].stats);
+    }
+}
+
+static void
+_snapshot(void *arg, struct stats_snapshot *snap)
+{
+    struct server *srv = arg;
+    uint64_t sums[STATS_COUNT];
+
+    _sum_counters(srv, sums);
+    pthread_mutex_lock(&srv->baseline_lock);
+    for (int i = 0; i < STATS_COUNT; i++) {
+        snap->counters[i] = sums[i] - srv->baseline[i];
+    }
+    snap->total_connections =
+        atomic_load(&srv->listener.total_conns) - srv->total_conns_baseline;
+    pthread_mutex_unlock(&srv->baseline_lock);
+    snap->counters[STATS_RECLAIMED] += atomic_load(&srv->sweeper.reclaimed);
+    snap->started_s = srv->started_s;
+    snap->curr_connections = atomic_load(&srv->shared.curr_conns);
+    snap->rejected_connections = atomic_load(&srv->listener.rejected_conns);
+    snap->listen_disabled_num = atomic_load(&srv->listener.disabled_count);
+    snap->accepting_conns = atomic_load(&srv->listener.accepting);
+    snap->threads = srv->nworkers;
+    for (int i = 0; i < srv->nworkers; i++) {
+        snap->commits += atomic_load(&srv->workers[i].batch.commits);
+        snap->early_commits +=
+            atomic_load(&srv->workers[i].batch.early_commits);
+    }
+}
+
+static void
+_reset(void *arg)
+{
+    struct server *srv = arg;
+    uint64_t sums[STATS_COUNT];
+
+    _sum_counters(srv, sums);
+    pthread_mutex_lock(&srv->baseline_lock);
+    memcpy(srv->baseline, sums, sizeof(sums));
+    srv->total_conns_baseline = atomic_load(&srv->listener.total_conns);
+    pthread_mutex_unlock(&srv->baseline_lock);
+}
+
+static void
+_set_verbosity(void *arg, uint32_t level)
+{
+    struct server *srv = arg;
+    enum log_level configured =
+        srv->settings->log_level == SETTINGS_LOG_DEBUG   ? LOG_DEBUG
+        : srv->settings->log_level == SETTINGS_LOG_ERROR ? LOG_ERROR
+                                                         : LOG_INFO;
+    log_set_level(&srv->log, level == 0 ? configured : LOG_DEBUG);
+}
+
+static void
+_on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct server *srv = arg;
+
+    (void)what;
+    if (sig == SIGHUP) {
+        if (log_reopen(&srv->log) != 0) {
+            log_error(&srv->log, "cannot reopen log %s: %s", srv->log.path,
+                      strerror(errno));
+        } else {
+            log_info(&srv->log, "log reopened on SIGHUP");
+        }
+        return;
+    }
+    log_info(&srv->log, "%s received; shutting down",
+             sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    event_base_loopbreak(srv->base);
+}
+
+/* Creates the directory of the default database (./data) if missing. */
+static int
+_ensure_parent_dir(const char *path, char *err, size_t errlen)
+{
+    char copy[DBSPEC_PATH_MAX];
+    util_strlcpy(copy, path, sizeof(copy));
+    const char *dir = dirname(copy);
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int
+_open_storage(struct server *srv, char *err, size_t errlen)
+{
+    const struct settings *s = srv->settings;
+    char flush_path[DBSPEC_PATH_MAX + 16] = "";
+
+    if (s->default_db && _ensure_parent_dir(s->db.path, err, errlen) != 0) {
+        return -1;
+    }
+    srv->store = store_open(&s->db, err, errlen);
+    if (srv->store == NULL) {
+        return -1;
+    }
+    if (s->db.kind == DBSPEC_HASH_FILE) {
+        snprintf(flush_path, sizeof(flush_path), "%s.flush", s->db.path);
+    }
+    clock_init(&srv->clock, 0);
+    if (txn_engine_init(&srv->eng, srv->store, &srv->clock, s->sid,
+                        SERVER_STRIPES, flush_path, err, errlen) != 0) {
+        return -1;
+    }
+    srv->eng_ready = true;
+    return 0;
+}
+
+static int
+_start_workers(struct server *srv, char *err, size_t errlen)
+{
+    const struct settings *s = srv->settings;
+
+    srv->penv.eng = &srv->eng;
+    srv->penv.settings = s;
+    srv->penv.snapshot = _snapshot;
+    srv->penv.reset = _reset;
+    srv->penv.set_verbosity = _set_verbosity;
+    srv->penv.arg = srv;
+    srv->shared.penv = &srv->penv;
+    srv->shared.eng = &srv->eng;
+    srv->shared.log = &srv->log;
+    srv->shared.limits.max_line = PROTO_MAX_LINE_DEFAULT;
+    srv->shared.limits.max_get_line = (size_t)1 << 20;
+    srv->shared.limits.item_max = s->item_max;
+    srv->shared.idle_timeout_s = s->tout;
+    srv->shared.watermark = SERVER_WATERMARK;
+    atomic_init(&srv->shared.curr_conns, 0);
+    srv->workers = calloc((size_t)s->thnum, sizeof(*srv->workers));
+    if (srv->workers == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < s->thnum; i++) {
+        if (worker_init(&srv->workers[i], i, &srv->shared) != 0) {
+            snprintf(err, errlen, "cannot set up worker %d", i);
+            srv->nworkers = i + 1;
+            return -1;
+        }
+        srv->nworkers = i + 1;
+    }
+    for (int i = 0; i < srv->nworkers; i++) {
+        if (worker_start(&srv->workers[i]) != 0) {
+            snprintf(err, errlen, "cannot start worker thread %d", i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+_start(struct server *srv, char *err, size_t errlen)
+{
+    const struct settings *s = srv->settings;
+
+    if (s->pid_path[0] != '\0' && pidfile_write(&srv->pid) != 0) {
+        snprintf(err, errlen, "cannot write pid file %s: %s", s->pid_path,
+                 strerror(errno));
+        return -1;
+    }
+    uint64_t want = (uint64_t)s->maxconn + (uint64_t)s->thnum * 4 + 64;
+    uint64_t got = daemon_raise_nofile(want);
+    if (got < want) {
+        log_warn(&srv->log,
+                 "file descriptor limit is %llu, below the %llu needed for "
+                 "-maxconn %u; raise the hard limit (ulimit -Hn) or lower "
+                 "-maxconn",
+                 (unsigned long long)got, (unsigned long long)want,
+                 s->maxconn);
+    }
+    if (_open_storage(srv, err, errlen) != 0) {
+        return -1;
+    }
+    srv->base = event_base_new();
+    if (srv->base == NULL) {
+        snprintf(err, errlen, "cannot create the main event loop");
+        return -1;
+    }
+    if (_start_workers(srv, err, errlen) != 0) {
+        return -1;
+    }
+    if (listener_open(&srv->listener, srv->base, s->host, s->port,
+                      srv->workers, srv->nworkers, s->maxconn,
+                      &srv->shared.curr_conns, &srv->log, err,
+                      errlen) != 0) {
+        return -1;
+    }
+    srv->listening = true;
+    if (sweeper_init(&srv->sweeper, &srv->eng, &srv->log, SWEEPER_SLICE_KEYS,
+                     SWEEPER_PAUSE_MS,
+                     s->item_max + RECORD_HEADER_MAX + 1) != 0 ||
+        sweeper_start(&srv->sweeper) != 0) {
+        snprintf(err, errlen, "cannot start the expiry sweeper");
+        return -1;
+    }
+    srv->sweeping = true;
+    srv->sig_term = evsignal_new(srv->base, SIGTERM, _on_signal, srv);
+    srv->sig_int = evsignal_new(srv->base, SIGINT, _on_signal, srv);
+    srv->sig_hup = evsignal_new(srv->base, SIGHUP, _on_signal, srv);
+    if (srv->sig_term == NULL || srv->sig_int == NULL ||
+        srv->sig_hup == NULL || evsignal_add(srv->sig_term, NULL) != 0 ||
+        evsignal_add(srv->sig_int, NULL) != 0 ||
+        evsignal_add(srv->sig_hup, NULL) != 0) {
+        snprintf(err, errlen, "cannot install signal handlers");
+        return -1;
+    }
+    return 0;
+}
+
+static int
+_stop(struct server *srv)
+{
+    int status = 0;
+
+    if (srv->listening) {
+        listener_close(&srv->listener);
+    }
+    for (int i = 0; i < srv->nworkers; i++) {
+        worker_stop(&srv->workers[i]);
+    }
+    for (int i = 0; i < srv->nworkers; i++) {
+        worker_join(&srv->workers[i]);
+    }
+    if (srv->sweeping) {
+        sweeper_stop(&srv->sweeper);
+    }
+    for (int i = 0; i < srv->nworkers; i++) {
+        worker_deinit(&srv->workers[i]);
+    }
+    free(srv->workers);
+    if (srv->sig_term != NULL) {
+        event_free(srv->sig_term);
+    }
+    if (srv->sig_int != NULL) {
+        event_free(srv->sig_int);
+    }
+    if (srv->sig_hup != NULL) {
+        event_free(srv->sig_hup);
+    }
+    if (srv->base != NULL) {
+        event_base_free(srv->base);
+    }
+    if (srv->eng_ready) {
+        txn_engine_deinit(&srv->eng);
+    }
+    if (srv->store != NULL && store_close(srv->store) != STORE_OK) {
+        log_error(&srv->log, "database did not close cleanly");
+        status = 1;
+    }
+    pidfile_release(&srv->pid);
+    return status;
+}
+
+static enum log_level
+_log_level(const struct settings *s)
+{
+    switch (s->log_level) {
+    case SETTINGS_LOG_DEBUG:
+        return LOG_DEBUG;
+    case SETTINGS_LOG_ERROR:
+        return LOG_ERROR;
+    default:
+        return LOG_INFO;
+    }
+}
+
+/* Steps that must happen before daemonising, so errors reach the user. */
+static int
+_prepare(struct server *srv, char *err, size_t errlen)
+{
+    const struct settings *s = srv->settings;
+
+    if (s->kl && daemon_kill_existing(s->pid_path, 30000, err, errlen) !=
+                     DAEMON_OK) {
+        return -1;
+    }
+    if (s->pid_path[0] != '\0') {
+        pid_t holder = 0;
+        if (pidfile_acquire(&srv->pid, s->pid_path, &holder, err, errlen) !=
+            DAEMON_OK) {
+            return -1;
+        }
+    }
+    /* Keep standard error only if the log goes there. */
+    if (s->dmn && daemon_detach(s->log_path[0] == '\0', &srv->notify_fd) !=
+                      0) {
+        snprintf(err, errlen, "cannot daemonise: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int
+server_run(const struct settings *settings)
+{
+    struct server srv;
+    char err[1024] = "";
+
+    memset(&srv, 0, sizeof(srv));
+    srv.settings = settings;
+    srv.pid.fd = -1;
+    srv.notify_fd = -1;
+    srv.started_s = util_now_s();
+    pthread_mutex_init(&srv.baseline_lock, NULL);
+    if (log_open(&srv.log, settings->log_path, _log_level(settings)) != 0) {
+        fprintf(stderr, "kurad: cannot open log %s: %s\n", settings->log_path,
+                strerror(errno));
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (_prepare(&srv, err, sizeof(err)) != 0) {
+        log_error(&srv.log, "%s", err);
+        if (settings->log_path[0] != '\0') {
+            fprintf(stderr, "kurad: %s\n", err);
+        }
+        log_close(&srv.log);
+        return 1;
+    }
+    if (_start(&srv, err, sizeof(err)) != 0) {
+        log_error(&srv.log, "%s", err);
+        daemon_notify(srv.notify_fd, err);
+        _stop(&srv);
+        log_close(&srv.log);
+        return 1;
+    }
+    char db[DBSPEC_PATH_MAX + 128];
+    dbspec_format(&settings->db, db, sizeof(db));
+    log_info(&srv.log,
+             "kurad %s started: pid %ld, listening on %s%s%d, %d threads, "
+             "database %s",
+             PACKAGE_VERSION, (long)getpid(), settings->host,
+             settings->port == 0 ? "" : ":", settings->port,
+             srv.nworkers, db);
+    if (settings->ulog_path[0] != '\0' || settings->mhost[0] != '\0') {
+        log_warn(&srv.log, "-ulog/-mhost are accepted but the update log and "
+                           "replication are not active in this build");
+    }
+    daemon_notify(srv.notify_fd, NULL);
+    srv.notify_fd = -1;
+    event_base_dispatch(srv.base);
+    int status = _stop(&srv);
+    log_info(&srv.log, "kurad stopped");
+    log_close(&srv.log);
+    pthread_mutex_destroy(&srv.baseline_lock);
+    return status;
+}

@@ -1,0 +1,316 @@
+/*
+ * settings: command line parsing and validation (see settings.h).
+ */
+#include "settings.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmdmask.h"
+#include "util.h"
+
+void
+settings_init(struct settings *s)
+{
+    memset(s, 0, sizeof(*s));
+    util_strlcpy(s->host, SETTINGS_DEFAULT_HOST, sizeof(s->host));
+    s->port = SETTINGS_DEFAULT_PORT;
+    s->thnum = SETTINGS_DEFAULT_THNUM;
+    s->log_level = SETTINGS_LOG_INFO;
+    s->ulim = SETTINGS_DEFAULT_ULIM;
+    s->mport = SETTINGS_DEFAULT_PORT;
+    s->maxconn = SETTINGS_DEFAULT_MAXCONN;
+    s->item_max = SETTINGS_DEFAULT_ITEM_MAX;
+}
+
+void
+settings_usage(FILE *out, const char *prog)
+{
+    fprintf(out,
+        "%s: a persistent key-value server speaking the memcached protocol\n"
+        "\n"
+        "usage:\n"
+        "  %s [-host name] [-port num] [-thnum num] [-tout num] [-dmn]\n"
+        "        [-pid path] [-kl] [-log path] [-ld|-le] [-ulog path]\n"
+        "        [-ulim num] [-uas] [-sid num] [-mhost name] [-mport num]\n"
+        "        [-rts path] [-mask expr] [-unmask expr] [-maxconn num]\n"
+        "        [-itemmax size] [dbname]\n"
+        "\n"
+        "  -host name     address to listen on (default %s; 0.0.0.0 for all)\n"
+        "  -port num      TCP port (default %d); 0 makes -host a unix socket\n"
+        "  -thnum num     worker threads (default %d)\n"
+        "  -tout num      close connections idle for num seconds (default: never)\n"
+        "  -dmn           run as a daemon\n"
+        "  -pid path      pid file (default %s with -dmn)\n"
+        "  -kl            stop the process named by the pid file, then start\n"
+        "  -log path      log file (default: standard error); SIGHUP reopens it\n"
+        "  -ld | -le      log debug messages | log errors only\n"
+        "  -ulog path     update log directory\n"
+        "  -ulim num      update log segment size, e.g. 1024m (default 1g)\n"
+        "  -uas           answer writes before logging them (see README)\n"
+        "  -sid num       server id, 1-65535 (required for replication)\n"
+        "  -mhost name    replication master host\n"
+        "  -mport num     replication master port (default %d)\n"
+        "  -rts path      replication timestamp file\n"
+        "  -mask expr     refuse commands, e.g. allwrite or flush_all\n"
+        "  -unmask expr   allow commands refused by an earlier -mask\n"
+        "  -maxconn num   client connection limit (default %d)\n"
+        "  -itemmax size  largest value accepted (default 1m)\n"
+        "  dbname         path.tch[#bnum=N#apow=N#fpow=N#opts=ldbt#rcnum=N\n"
+        "                 #xmsiz=N#dfunit=N], or * for memory only\n"
+        "                 (default %s)\n",
+        prog, prog, SETTINGS_DEFAULT_HOST, SETTINGS_DEFAULT_PORT,
+        SETTINGS_DEFAULT_THNUM, SETTINGS_DEFAULT_PID, SETTINGS_DEFAULT_PORT,
+        SETTINGS_DEFAULT_MAXCONN, SETTINGS_DEFAULT_DB);
+}
+
+/* Makes `path` absolute against the current directory, in place. */
+static bool
+_absolutize(char *path, size_t size, char *err, size_t errlen)
+{
+    char cwd[PATH_MAX];
+    char tmp[PATH_MAX];
+
+    if (path[0] == '\0' || path[0] == '/') {
+        return true;
+    }
+    if (getcwd(cwd, sizeof(cwd)) == NULL) {
+        snprintf(err, errlen, "cannot read the current directory: %s",
+                 strerror(errno));
+        return false;
+    }
+    if (snprintf(tmp, sizeof(tmp), "%s/%s", cwd, path) >= (int)sizeof(tmp) ||
+        !util_strlcpy(path, tmp, size)) {
+        snprintf(err, errlen, "path too long: %s/%s", cwd, path);
+        return false;
+    }
+    return true;
+}
+
+static bool
+_parse_num(const char *flag, const char *v, int64_t min, int64_t max,
+           int64_t *out, char *err, size_t errlen)
+{
+    if (!util_parse_int(v, strlen(v), min, max, out)) {
+        snprintf(err, errlen, "%s %s: expected a number from %lld to %lld",
+                 flag, v, (long long)min, (long long)max);
+        return false;
+    }
+    return true;
+}
+
+static bool
+_copy_arg(const char *flag, char *dst, size_t size, const char *v, char *err,
+          size_t errlen)
+{
+    if (v[0] == '\0' || !util_strlcpy(dst, v, size)) {
+        snprintf(err, errlen, "%s: %s", flag,
+                 v[0] == '\0' ? "empty argument" : "argument too long");
+        return false;
+    }
+    return true;
+}
+
+/* Handles one flag that takes a value. Returns false on error. */
+static bool
+_parse_valued(struct settings *s, const char *flag, const char *v, char *err,
+              size_t errlen)
+{
+    int64_t n;
+    uint64_t size;
+
+    if (strcmp(flag, "-host") == 0) {
+        return _copy_arg(flag, s->host, sizeof(s->host), v, err, errlen);
+    }
+    if (strcmp(flag, "-port") == 0) {
+        if (!_parse_num(flag, v, 0, 65535, &n, err, errlen)) {
+            return false;
+        }
+        s->port = (int)n;
+        return true;
+    }
+    if (strcmp(flag, "-thnum") == 0) {
+        if (!_parse_num(flag, v, 1, 256, &n, err, errlen)) {
+            return false;
+        }
+        s->thnum = (int)n;
+        return true;
+    }
+    if (strcmp(flag, "-tout") == 0) {
+        if (!_parse_num(flag, v, 0, INT32_MAX, &n, err, errlen)) {
+            return false;
+        }
+        s->tout = (int)n;
+        return true;
+    }
+    if (strcmp(flag, "-pid") == 0) {
+        return _copy_arg(flag, s->pid_path, sizeof(s->pid_path), v, err,
+                         errlen);
+    }
+    if (strcmp(flag, "-log") == 0) {
+        return _copy_arg(flag, s->log_path, sizeof(s->log_path), v, err,
+                         errlen);
+    }
+    if (strcmp(flag, "-ulog") == 0) {
+        return _copy_arg(flag, s->ulog_path, sizeof(s->ulog_path), v, err,
+                         errlen);
+    }
+    if (strcmp(flag, "-ulim") == 0) {
+        if (!util_parse_size(v, &size) || size < 4096) {
+            snprintf(err, errlen,
+                     "-ulim %s: expected a size of at least 4k, e.g. 1024m",
+                     v);
+            return false;
+        }
+        s->ulim = size;
+        return true;
+    }
+    if (strcmp(flag, "-sid") == 0) {
+        if (!_parse_num(flag, v, 1, 65535, &n, err, errlen)) {
+            return false;
+        }
+        s->sid = (uint32_t)n;
+        return true;
+    }
+    if (strcmp(flag, "-mhost") == 0) {
+        return _copy_arg(flag, s->mhost, sizeof(s->mhost), v, err, errlen);
+    }
+    if (strcmp(flag, "-mport") == 0) {
+        if (!_parse_num(flag, v, 1, 65535, &n, err, errlen)) {
+            return false;
+        }
+        s->mport = (int)n;
+        return true;
+    }
+    if (strcmp(flag, "-rts") == 0) {
+        return _copy_arg(flag, s->rts_path, sizeof(s->rts_path), v, err,
+                         errlen);
+    }
+    if (strcmp(flag, "-mask") == 0 || strcmp(flag, "-unmask") == 0) {
+        return cmdmask_apply(&s->mask, v, flag[1] == 'u', err, errlen);
+    }
+    if (strcmp(flag, "-maxconn") == 0) {
+        if (!_parse_num(flag, v, 1, 1 << 24, &n, err, errlen)) {
+            return false;
+        }
+        s->maxconn = (uint32_t)n;
+        return true;
+    }
+    if (strcmp(flag, "-itemmax") == 0) {
+        if (!util_parse_size(v, &size) || size < 1024 ||
+            size > ((uint64_t)1 << 30)) {
+            snprintf(err, errlen,
+                     "-itemmax %s: expected a size from 1k to 1g, e.g. 2m", v);
+            return false;
+        }
+        s->item_max = (size_t)size;
+        return true;
+    }
+    snprintf(err, errlen, "unknown option %s (see -h)", flag);
+    return false;
+}
+
+static bool
+_is_valued(const char *flag)
+{
+    static const char *const valued[] = {
+        "-host", "-port", "-thnum", "-tout", "-pid", "-log", "-ulog",
+        "-ulim", "-sid", "-mhost", "-mport", "-rts", "-mask", "-unmask",
+        "-maxconn", "-itemmax",
+    };
+    for (size_t i = 0; i < sizeof(valued) / sizeof(valued[0]); i++) {
+        if (strcmp(flag, valued[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool
+_validate(struct settings *s, char *err, size_t errlen)
+{
+    if (!s->dbname[0]) {
+        util_strlcpy(s->dbname, SETTINGS_DEFAULT_DB, sizeof(s->dbname));
+        s->default_db = true;
+    }
+    if (!dbspec_parse(s->dbname, &s->db, err, errlen)) {
+        return false;
+    }
+    if (s->mhost[0] != '\0' && s->sid == 0) {
+        snprintf(err, errlen, "-mhost needs -sid: replication requires a "
+                              "server id unique in the pair");
+        return false;
+    }
+    if (s->port == 0 && s->host[0] != '/') {
+        snprintf(err, errlen,
+                 "-port 0 makes -host a unix socket path; give an absolute "
+                 "path, e.g. -host /run/kura.sock");
+        return false;
+    }
+    if (s->dmn && s->pid_path[0] == '\0') {
+        util_strlcpy(s->pid_path, SETTINGS_DEFAULT_PID, sizeof(s->pid_path));
+    }
+    if (s->kl && s->pid_path[0] == '\0') {
+        snprintf(err, errlen, "-kl needs -pid (or -dmn) to find the process");
+        return false;
+    }
+    if (s->db.kind == DBSPEC_HASH_FILE &&
+        !_absolutize(s->db.path, sizeof(s->db.path), err, errlen)) {
+        return false;
+    }
+    return _absolutize(s->pid_path, sizeof(s->pid_path), err, errlen) &&
+           _absolutize(s->log_path, sizeof(s->log_path), err, errlen) &&
+           _absolutize(s->ulog_path, sizeof(s->ulog_path), err, errlen) &&
+           _absolutize(s->rts_path, sizeof(s->rts_path), err, errlen);
+}
+
+enum settings_result
+settings_parse(struct settings *s, int argc, char **argv, char *err,
+               size_t errlen)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            return SETTINGS_HELP;
+        }
+        if (strcmp(a, "--version") == 0) {
+            return SETTINGS_VERSION;
+        }
+        if (a[0] != '-' || strcmp(a, "-") == 0) {
+            if (s->dbname[0] != '\0') {
+                snprintf(err, errlen, "more than one dbname: %s and %s",
+                         s->dbname, a);
+                return SETTINGS_ERROR;
+            }
+            if (!_copy_arg("dbname", s->dbname, sizeof(s->dbname), a, err,
+                           errlen)) {
+                return SETTINGS_ERROR;
+            }
+            continue;
+        }
+        if (strcmp(a, "-dmn") == 0) {
+            s->dmn = true;
+        } else if (strcmp(a, "-kl") == 0) {
+            s->kl = true;
+        } else if (strcmp(a, "-ld") == 0) {
+            s->log_level = SETTINGS_LOG_DEBUG;
+        } else if (strcmp(a, "-le") == 0) {
+            s->log_level = SETTINGS_LOG_ERROR;
+        } else if (strcmp(a, "-uas") == 0) {
+            s->uas = true;
+        } else if (_is_valued(a)) {
+            if (i + 1 >= argc) {
+                snprintf(err, errlen, "%s needs a value", a);
+                return SETTINGS_ERROR;
+            }
+            if (!_parse_valued(s, a, argv[++i], err, errlen)) {
+                return SETTINGS_ERROR;
+            }
+        } else {
+            snprintf(err, errlen, "unknown option %s (see -h)", a);
+            return SETTINGS_ERROR;
+        }
+    }
+    return _validate(s, err, errlen) ? SETTINGS_OK : SETTINGS_ERROR;
+}

@@ -1,0 +1,88 @@
+/*
+ * settings: the daemon's configuration, from ttserver-style flags.
+ *
+ *   kurad [-host name] [-port num] [-thnum num] [-tout num] [-dmn]
+ *         [-pid path] [-kl] [-log path] [-ld|-le] [-ulog path] [-ulim num]
+ *         [-uas] [-sid num] [-mhost name] [-mport num] [-rts path]
+ *         [-mask expr] [-unmask expr] [-maxconn num] [-itemmax size]
+ *         [dbname]
+ *
+ * Parsing validates everything up front and reports the first problem in
+ * one line, so a typo never starts a server with an unintended setting.
+ * Relative paths are made absolute against the starting directory, which
+ * is what lets -dmn leave the working directory and still find its files.
+ * The struct is filled once by main() and read-only afterwards.
+ */
+#ifndef KURA_SETTINGS_H
+#define KURA_SETTINGS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dbspec.h"
+
+#define SETTINGS_DEFAULT_PORT 1978
+#define SETTINGS_DEFAULT_HOST "127.0.0.1"
+#define SETTINGS_DEFAULT_DB "data/kura.tch"
+#define SETTINGS_DEFAULT_THNUM 4
+#define SETTINGS_DEFAULT_MAXCONN 65536
+#define SETTINGS_DEFAULT_ITEM_MAX ((size_t)1 << 20)
+#define SETTINGS_DEFAULT_ULIM ((uint64_t)1 << 30)
+#define SETTINGS_DEFAULT_PID "kurad.pid"
+
+enum settings_log_level {
+    SETTINGS_LOG_DEBUG, /* -ld */
+    SETTINGS_LOG_INFO,  /* default */
+    SETTINGS_LOG_ERROR, /* -le */
+};
+
+struct settings {
+    char host[PATH_MAX]; /* address to bind, or a socket path with -port 0 */
+    int port;
+    int thnum;           /* worker threads */
+    int tout;            /* idle timeout in seconds; 0 = none */
+    bool dmn;            /* run as a daemon */
+    char pid_path[PATH_MAX];
+    bool kl;             /* replace the process named by the pid file */
+    char log_path[PATH_MAX]; /* "" = standard error */
+    enum settings_log_level log_level;
+    char ulog_path[PATH_MAX]; /* update log directory, "" = none */
+    uint64_t ulim;       /* update log segment size */
+    bool uas;            /* answer before logging (ttserver -uas) */
+    uint32_t sid;        /* server id, 0 = unset */
+    char mhost[PATH_MAX]; /* replication master, "" = none */
+    int mport;
+    char rts_path[PATH_MAX]; /* replication timestamp file */
+    uint64_t mask;       /* refused commands (cmdmask.h) */
+    uint32_t maxconn;    /* simultaneous client connections */
+    size_t item_max;     /* largest value accepted */
+    bool default_db;     /* dbname was not given */
+    struct dbspec db;
+    char dbname[DBSPEC_PATH_MAX]; /* as given (with tuning) */
+};
+
+enum settings_result {
+    SETTINGS_OK,
+    SETTINGS_HELP,    /* -h/--help: usage was requested */
+    SETTINGS_VERSION, /* --version */
+    SETTINGS_ERROR,   /* `err` says why */
+};
+
+/* Fills `s` with the defaults. */
+void settings_init(struct settings *s);
+
+/*
+ * Parses the command line into `s` (initialise it first). Relative paths
+ * are resolved against the current directory. On SETTINGS_ERROR, `err`
+ * (`errlen` bytes) holds a one-line reason.
+ */
+enum settings_result settings_parse(struct settings *s, int argc,
+                                    char **argv, char *err, size_t errlen);
+
+/* Prints the usage text to `out`. */
+void settings_usage(FILE *out, const char *prog);
+
+#endif

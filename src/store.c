@@ -1,0 +1,268 @@
+/*
+ * store: Tokyo Cabinet wrapper (see store.h).
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <tchdb.h>
+#include <tcutil.h>
+
+#include "util.h"
+
+struct store {
+    enum dbspec_kind kind;
+    TCHDB *hdb; /* DBSPEC_HASH_FILE */
+    TCMDB *mdb; /* DBSPEC_HASH_MEMORY */
+    char path[DBSPEC_PATH_MAX];
+};
+
+static enum store_status
+_hdb_status(struct store *s)
+{
+    int ecode = tchdbecode(s->hdb);
+    return ecode == TCENOREC ? STORE_NOTFOUND : STORE_EIO;
+}
+
+static bool
+_open_hash_file(struct store *s, const struct dbspec *spec, char *err,
+                size_t errlen)
+{
+    s->hdb = tchdbnew();
+    if (s->hdb == NULL || !tchdbsetmutex(s->hdb) ||
+        !tchdbtune(s->hdb, spec->bnum, (int8_t)spec->apow,
+                   (int8_t)spec->fpow, spec->opts)) {
+        snprintf(err, errlen, "cannot set up database object");
+        return false;
+    }
+    if (spec->rcnum > 0 && !tchdbsetcache(s->hdb, (int32_t)spec->rcnum)) {
+        snprintf(err, errlen, "cannot set record cache");
+        return false;
+    }
+    if (spec->xmsiz >= 0 && !tchdbsetxmsiz(s->hdb, spec->xmsiz)) {
+        snprintf(err, errlen, "cannot set xmsiz");
+        return false;
+    }
+    if (spec->dfunit >= 0 && !tchdbsetdfunit(s->hdb, (int32_t)spec->dfunit)) {
+        snprintf(err, errlen, "cannot set dfunit");
+        return false;
+    }
+    /* Non-blocking lock: a second daemon on the same file fails at once. */
+    if (!tchdbopen(s->hdb, spec->path, HDBOWRITER | HDBOCREAT | HDBOLCKNB)) {
+        int ecode = tchdbecode(s->hdb);
+        const char *hint = "";
+        if (ecode == TCELOCK) {
+            hint = " (another process holds it open)";
+        } else if (ecode == TCEOPEN || ecode == TCENOFILE) {
+            hint = errno != 0 ? strerror(errno) : "";
+        }
+        snprintf(err, errlen, "cannot open database %s: %s%s%s", spec->path,
+                 tchdberrmsg(ecode), ecode == TCEOPEN ? ": " : "", hint);
+        return false;
+    }
+    return true;
+}
+
+struct store *
+store_open(const struct dbspec *spec, char *err, size_t errlen)
+{
+    struct store *s = calloc(1, sizeof(*s));
+
+    if (s == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->kind = spec->kind;
+    util_strlcpy(s->path, spec->path, sizeof(s->path));
+    if (spec->kind == DBSPEC_HASH_MEMORY) {
+        s->mdb = spec->bnum > 0 ? tcmdbnew2((uint32_t)spec->bnum) : tcmdbnew();
+        if (s->mdb == NULL) {
+            snprintf(err, errlen, "cannot create in-memory database");
+            free(s);
+            return NULL;
+        }
+        return s;
+    }
+    if (!_open_hash_file(s, spec, err, errlen)) {
+        if (s->hdb != NULL) {
+            tchdbdel(s->hdb);
+        }
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+enum store_status
+store_close(struct store *s)
+{
+    enum store_status st = STORE_OK;
+
+    if (s == NULL) {
+        return STORE_OK;
+    }
+    if (s->hdb != NULL) {
+        /* tchdbclose() does not fsync; sync first so a clean stop is durable. */
+        if (!tchdbsync(s->hdb) || !tchdbclose(s->hdb)) {
+            st = STORE_EIO;
+        }
+        tchdbdel(s->hdb);
+    }
+    if (s->mdb != NULL) {
+        tcmdbdel(s->mdb);
+    }
+    free(s);
+    return st;
+}
+
+enum store_status
+store_get(struct store *s, const void *key, size_t nkey, uint8_t *scratch,
+          size_t cap, struct store_value *out)
+{
+    out->owned = NULL;
+    if (s->mdb != NULL) {
+        int sp;
+        void *p = tcmdbget(s->mdb, key, (int)nkey, &sp);
+        if (p == NULL) {
+            return STORE_NOTFOUND;
+        }
+        out->owned = p;
+        out->data = p;
+        out->len = (size_t)sp;
+        return STORE_OK;
+    }
+    /*
+     * tchdbget3() silently truncates to `max` and returns the copied size,
+     * so ask for one byte less than the room: a full buffer means "maybe
+     * truncated" and the record is fetched again in full.
+     */
+    int max = cap > INT32_MAX ? INT32_MAX : (int)cap;
+    int n = cap > 0 ? tchdbget3(s->hdb, key, (int)nkey, scratch, max - 1) : max;
+    if (n < 0) {
+        return _hdb_status(s);
+    }
+    if (n < max - 1) {
+        out->data = scratch;
+        out->len = (size_t)n;
+        return STORE_OK;
+    }
+    int sp;
+    void *p = tchdbget(s->hdb, key, (int)nkey, &sp);
+    if (p == NULL) {
+        return _hdb_status(s);
+    }
+    out->owned = p;
+    out->data = p;
+    out->len = (size_t)sp;
+    return STORE_OK;
+}
+
+void
+store_value_release(struct store_value *v)
+{
+    free(v->owned);
+    v->owned = NULL;
+}
+
+enum store_status
+store_put(struct store *s, const void *key, size_t nkey, const void *rec,
+          size_t len)
+{
+    if (s->mdb != NULL) {
+        tcmdbput(s->mdb, key, (int)nkey, rec, (int)len);
+        return STORE_OK;
+    }
+    if (!tchdbput(s->hdb, key, (int)nkey, rec, (int)len)) {
+        return STORE_EIO;
+    }
+    return STORE_OK;
+}
+
+enum store_status
+store_out(struct store *s, const void *key, size_t nkey)
+{
+    if (s->mdb != NULL) {
+        return tcmdbout(s->mdb, key, (int)nkey) ? STORE_OK : STORE_NOTFOUND;
+    }
+    if (!tchdbout(s->hdb, key, (int)nkey)) {
+        return _hdb_status(s);
+    }
+    return STORE_OK;
+}
+
+enum store_status
+store_sync(struct store *s)
+{
+    if (s->hdb != NULL && !tchdbsync(s->hdb)) {
+        return STORE_EIO;
+    }
+    return STORE_OK;
+}
+
+uint64_t
+store_rnum(struct store *s)
+{
+    return s->mdb != NULL ? tcmdbrnum(s->mdb) : tchdbrnum(s->hdb);
+}
+
+uint64_t
+store_fsiz(struct store *s)
+{
+    return s->mdb != NULL ? tcmdbmsiz(s->mdb) : tchdbfsiz(s->hdb);
+}
+
+uint64_t
+store_bnum(struct store *s)
+{
+    return s->hdb != NULL ? s->hdb->bnum : 0;
+}
+
+const char *
+store_path(const struct store *s)
+{
+    return s->path;
+}
+
+enum store_status
+store_iter_init(struct store *s)
+{
+    if (s->mdb != NULL) {
+        tcmdbiterinit(s->mdb);
+        return STORE_OK;
+    }
+    return tchdbiterinit(s->hdb) ? STORE_OK : STORE_EIO;
+}
+
+enum store_status
+store_iter_next(struct store *s, char *key, size_t cap, size_t *nkey)
+{
+    for (;;) {
+        int sp;
+        void *p = s->mdb != NULL ? tcmdbiternext(s->mdb, &sp)
+                                 : tchdbiternext(s->hdb, &sp);
+        if (p == NULL) {
+            if (s->hdb != NULL && tchdbecode(s->hdb) != TCENOREC) {
+                return STORE_EIO;
+            }
+            return STORE_NOTFOUND;
+        }
+        if ((size_t)sp <= cap) {
+            memcpy(key, p, (size_t)sp);
+            *nkey = (size_t)sp;
+            free(p);
+            return STORE_OK;
+        }
+        free(p);
+    }
+}
+
+const char *
+store_errmsg(struct store *s)
+{
+    if (s->hdb == NULL) {
+        return "in-memory database error";
+    }
+    return tchdberrmsg(tchdbecode(s->hdb));
+}

@@ -1,0 +1,113 @@
+/*
+ * store: the Tokyo Cabinet database that holds every record.
+ *
+ * A thin wrapper that opens the database named by a dbspec (a hash file, or
+ * an in-memory hash for "*"), moves raw record bytes in and out, and maps
+ * Tokyo Cabinet's error codes onto store_status values. It knows nothing of
+ * the record envelope, the protocol or locking policy: callers (txn.c)
+ * serialise writers per key; Tokyo Cabinet's own locks make concurrent
+ * calls safe (tchdbsetmutex()), and reads of different keys run in
+ * parallel under its shared method lock.
+ *
+ * Durability: a successful store_put()/store_out() has reached the kernel
+ * (Tokyo Cabinet writes through its shared mapping or pwrite(); it buffers
+ * nothing in the process as long as tchdbputasync() is never used), so it
+ * survives the death of the process. Surviving power loss needs
+ * store_sync(), which the update log's checkpoints call.
+ *
+ * Thread-safety: every function may be called from any thread, except
+ * store_open() and store_close(), and the iterator, which belongs to a
+ * single thread (the expiry sweeper).
+ */
+#ifndef KURA_STORE_H
+#define KURA_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dbspec.h"
+
+enum store_status {
+    STORE_OK = 0,
+    STORE_NOTFOUND, /* no record for the key / iteration finished */
+    STORE_EIO,      /* Tokyo Cabinet reported an error; see store_errmsg() */
+};
+
+struct store;
+
+/* A record read from the store. */
+struct store_value {
+    const uint8_t *data; /* record bytes (envelope + value) */
+    size_t len;
+    void *owned; /* heap copy made by Tokyo Cabinet, or NULL */
+};
+
+/*
+ * Opens (creating if needed) the database described by `spec`.
+ * Returns the store, or NULL with a one-line reason in `err` (`errlen`).
+ * The caller closes it with store_close().
+ */
+struct store *store_open(const struct dbspec *spec, char *err, size_t errlen);
+
+/*
+ * Closes the database after syncing it to disk. Returns STORE_OK or
+ * STORE_EIO (the store is freed either way). NULL is ignored.
+ */
+enum store_status store_close(struct store *s);
+
+/*
+ * Reads the record for `key`. The bytes are copied into `scratch` (`cap`
+ * bytes) when they fit; a larger record is returned in a heap copy that
+ * store_value_release() frees. Returns STORE_OK, STORE_NOTFOUND or
+ * STORE_EIO. On anything but STORE_OK, `*out` holds nothing to release.
+ */
+enum store_status store_get(struct store *s, const void *key, size_t nkey,
+                            uint8_t *scratch, size_t cap,
+                            struct store_value *out);
+
+/* Frees the heap copy of `v`, if any. */
+void store_value_release(struct store_value *v);
+
+/* Stores `len` record bytes under `key`, replacing any previous record. */
+enum store_status store_put(struct store *s, const void *key, size_t nkey,
+                            const void *rec, size_t len);
+
+/* Removes the record for `key`. Returns STORE_OK or STORE_NOTFOUND/EIO. */
+enum store_status store_out(struct store *s, const void *key, size_t nkey);
+
+/* Flushes the database to stable storage (msync + fsync). */
+enum store_status store_sync(struct store *s);
+
+/* Number of records, including expired ones not yet swept. */
+uint64_t store_rnum(struct store *s);
+
+/* Size of the database file in bytes (memory in use for "*"). */
+uint64_t store_fsiz(struct store *s);
+
+/* Bucket count of a hash file (0 for "*"). */
+uint64_t store_bnum(struct store *s);
+
+/* Path of the database, or "*". */
+const char *store_path(const struct store *s);
+
+/*
+ * Restarts the iterator at the first record. Iteration visits records in
+ * file order and tolerates concurrent writers: a record that moves may be
+ * missed or seen twice, which a sweeper can live with. Each step briefly
+ * takes Tokyo Cabinet's method lock exclusively, so callers pace it.
+ */
+enum store_status store_iter_init(struct store *s);
+
+/*
+ * Copies the next key into `key` (`cap` bytes) and sets `*nkey`. Keys
+ * longer than `cap` are skipped. Returns STORE_OK, or STORE_NOTFOUND at
+ * the end.
+ */
+enum store_status store_iter_next(struct store *s, char *key, size_t cap,
+                                  size_t *nkey);
+
+/* Message for the last error seen by the calling thread. */
+const char *store_errmsg(struct store *s);
+
+#endif

@@ -1,0 +1,130 @@
+/*
+ * sweeper: background reclamation of expired records (see sweeper.h).
+ */
+#include "sweeper.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "expiry.h"
+#include "proto.h"
+#include "util.h"
+
+int
+sweeper_init(struct sweeper *sw, struct txn_engine *eng, struct logger *log,
+             unsigned slice_keys, unsigned pause_ms, size_t scratch_cap)
+{
+    memset(sw, 0, sizeof(*sw));
+    sw->eng = eng;
+    sw->log = log;
+    sw->slice_keys = slice_keys;
+    sw->pause_ms = pause_ms;
+    pthread_mutex_init(&sw->lock, NULL);
+    pthread_cond_init(&sw->cond, NULL);
+    if (txn_batch_init(&sw->batch, eng, scratch_cap) != 0) {
+        return -1;
+    }
+    store_iter_init(eng->store);
+    return 0;
+}
+
+unsigned
+sweeper_slice(struct sweeper *sw, unsigned max_keys)
+{
+    char key[PROTO_KEY_MAX + 1];
+    size_t nkey;
+    unsigned n = 0;
+    struct expiry_flush fl;
+
+    txn_flush_state(sw->eng, &fl);
+    while (n < max_keys) {
+        enum store_status st =
+            store_iter_next(sw->eng->store, key, sizeof(key), &nkey);
+        if (st != STORE_OK) {
+            if (st == STORE_EIO) {
+                log_limited(sw->log, LOG_ERROR, "sweeper: iteration: %s",
+                            store_errmsg(sw->eng->store));
+            }
+            store_iter_init(sw->eng->store);
+            atomic_fetch_add(&sw->cycles, 1);
+            return n;
+        }
+        n++;
+        struct txn_current cur;
+        if (txn_read(&sw->batch, key, nkey, &cur) != TXN_OK) {
+            continue;
+        }
+        uint64_t now_us = util_now_us();
+        bool dead = cur.found && cur.meta.kind == RECORD_VALUE &&
+                    (expiry_expired(cur.meta.exptime,
+                                    (int64_t)(now_us / 1000000u)) ||
+                     expiry_flushed(&fl, cur.meta.ts, now_us));
+        uint64_t ts = cur.meta.ts;
+        txn_current_release(&cur);
+        if (dead && txn_expire(&sw->batch, key, nkey, ts)) {
+            atomic_fetch_add(&sw->reclaimed, 1);
+        }
+    }
+    atomic_fetch_add(&sw->examined, n);
+    return n;
+}
+
+static void *
+_main(void *arg)
+{
+    struct sweeper *sw = arg;
+
+    pthread_mutex_lock(&sw->lock);
+    while (!sw->stopping) {
+        pthread_mutex_unlock(&sw->lock);
+        if (txn_flush_settle(sw->eng) != TXN_OK) {
+            log_limited(sw->log, LOG_ERROR,
+                        "sweeper: cannot persist the flush_all state");
+        }
+        unsigned n = sweeper_slice(sw, sw->slice_keys);
+        /* After a full pass, rest longer: nothing is due for a while. */
+        unsigned pause = n == 0 ? sw->pause_ms * 10 : sw->pause_ms;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += pause / 1000;
+        until.tv_nsec += (long)(pause % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&sw->lock);
+        while (!sw->stopping &&
+               pthread_cond_timedwait(&sw->cond, &sw->lock, &until) !=
+                   ETIMEDOUT) {
+        }
+    }
+    pthread_mutex_unlock(&sw->lock);
+    return NULL;
+}
+
+int
+sweeper_start(struct sweeper *sw)
+{
+    if (pthread_create(&sw->thread, NULL, _main, sw) != 0) {
+        return -1;
+    }
+    sw->started = true;
+    return 0;
+}
+
+void
+sweeper_stop(struct sweeper *sw)
+{
+    if (sw->started) {
+        pthread_mutex_lock(&sw->lock);
+        sw->stopping = true;
+        pthread_cond_signal(&sw->cond);
+        pthread_mutex_unlock(&sw->lock);
+        pthread_join(sw->thread, NULL);
+        sw->started = false;
+    }
+    txn_batch_deinit(&sw->batch);
+    pthread_cond_destroy(&sw->cond);
+    pthread_mutex_destroy(&sw->lock);
+}

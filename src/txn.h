@@ -1,0 +1,215 @@
+/*
+ * txn: the write path shared by workers and background threads.
+ *
+ * Every change to a key goes through a per-thread batch:
+ *
+ *   txn_begin_key()   lock the key's stripe and read its current record
+ *   txn_stage_*()     encode the resulting record into the batch
+ *   txn_commit()      make the batch durable, apply it, release the stripes
+ *
+ * A worker commits once per pass of its event loop, so all the writes it
+ * handled in that pass share one commit: that is the group commit. Stripe
+ * locks stay held from begin to commit; that is what makes a key's
+ * read-modify-write atomic and keeps the order of changes to one key the
+ * same everywhere they are recorded.
+ *
+ * Invariants (tests cite these numbers):
+ *   T1. A key's stripe is held by at most one batch; a change is staged only
+ *       while its batch holds the stripe, and the stripe is released only
+ *       after the change has been applied to the store.
+ *   T2. A change is applied to the store only after it is durable in every
+ *       place recorded before the store (the update log, when present).
+ *   T3. No reply that depends on a staged change leaves the server before
+ *       txn_commit() has returned success for it (the caller's duty; the
+ *       abort callback names the owners to fail otherwise).
+ *   T4. Deadlock freedom: a thread blocks on a stripe only while its batch
+ *       holds no stripe. Otherwise it tries the lock and, on failure,
+ *       commits its batch first.
+ *   T5. A batch never holds two changes to the same key: touching a key
+ *       whose stripe it already holds commits the batch first, so every read
+ *       sees the latest committed state.
+ *
+ * Thread-safety: struct txn_engine is shared; a struct txn_batch belongs to
+ * one thread.
+ */
+#ifndef KURA_TXN_H
+#define KURA_TXN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "expiry.h"
+#include "record.h"
+#include "store.h"
+
+enum txn_status {
+    TXN_OK = 0,
+    TXN_EIO,       /* the store failed; the engine is now read-only */
+    TXN_EREADONLY, /* writes are refused after an earlier failure */
+    TXN_ENOMEM,
+};
+
+/* Shared state of the write path. */
+struct txn_engine {
+    struct store *store;
+    struct clock *clock;
+    uint32_t sid;            /* this server's id, stamped on local writes */
+    size_t nstripes;         /* power of two */
+    pthread_mutex_t *stripes;
+    char flush_path[4096];   /* where the flush state persists, or "" */
+    pthread_mutex_t flush_lock; /* serialises flush state updates */
+    _Atomic uint64_t flush_applied_us; /* see struct expiry_flush */
+    _Atomic uint64_t flush_pending_us;
+    _Atomic bool failed;     /* a write failed; refuse further writes */
+};
+
+/* Called on commit failure once per staged change, with its owner. */
+typedef void (*txn_abort_fn)(void *owner, void *arg);
+
+struct txn_change {
+    uint32_t stripe;
+    bool remove;       /* delete the key instead of storing a record */
+    size_t key_off;    /* offsets into the batch's data buffer */
+    size_t nkey;
+    size_t rec_off;
+    size_t rec_len;
+    void *owner;
+};
+
+/* A per-thread batch of staged changes. */
+struct txn_batch {
+    struct txn_engine *eng;
+    struct buf data;            /* staged keys and records */
+    struct txn_change *changes;
+    size_t nchanges;
+    size_t cap;
+    uint32_t *held;             /* stripes held, in acquisition order */
+    size_t nheld;
+    uint64_t *held_bits;        /* bitmap over stripes */
+    uint8_t *scratch;           /* buffer for reads */
+    size_t scratch_cap;
+    void *owner;                /* attached to changes staged from now on */
+    txn_abort_fn on_abort;
+    void *abort_arg;
+    /* counters, read by stats */
+    _Atomic uint64_t commits;
+    _Atomic uint64_t early_commits; /* commits forced by T4/T5 */
+};
+
+/* The current record of a key, as read by txn_begin_key()/txn_read(). */
+struct txn_current {
+    bool found;               /* a record exists (may be expired/tombstone) */
+    struct record_meta meta;
+    const uint8_t *value;
+    size_t vlen;
+    struct store_value sv;    /* owns the bytes; see txn_current_release() */
+};
+
+/*
+ * Sets up the engine over `store`. `flush_path`, if not NULL, is the file
+ * holding the flush_all state (loaded here). `nstripes` is rounded up to a
+ * power of two. Returns 0, or -1 with a reason in `err`.
+ * The caller owns `store` and `clock`; they must outlive the engine.
+ */
+int txn_engine_init(struct txn_engine *eng, struct store *store,
+                    struct clock *clock, uint32_t sid, size_t nstripes,
+                    const char *flush_path, char *err, size_t errlen);
+
+/* Frees the engine's memory. No batch may be in use. */
+void txn_engine_deinit(struct txn_engine *eng);
+
+/*
+ * Initialises a batch for the calling thread. `scratch_cap` is the largest
+ * record read without a heap copy (the item size limit plus an envelope).
+ * Returns 0 or -1 (out of memory).
+ */
+int txn_batch_init(struct txn_batch *b, struct txn_engine *eng,
+                   size_t scratch_cap);
+
+/* Commits what is staged and frees the batch. */
+void txn_batch_deinit(struct txn_batch *b);
+
+/*
+ * Sets the owner attached to changes staged from now on, and the callback
+ * that txn_commit() calls for each change it could not make durable.
+ */
+void txn_batch_set_owner(struct txn_batch *b, void *owner);
+void txn_batch_on_abort(struct txn_batch *b, txn_abort_fn fn, void *arg);
+
+/*
+ * Reads the committed record of `key` without locking it, for commands
+ * that only read. Commits the batch first if it holds the key's stripe
+ * (T5). Returns TXN_OK (check cur->found) or TXN_EIO.
+ * Release `cur` with txn_current_release().
+ */
+enum txn_status txn_read(struct txn_batch *b, const char *key, size_t nkey,
+                         struct txn_current *cur);
+
+/*
+ * Locks `key` for writing (T4, T5) and reads its committed record into
+ * `*cur`. The lock stays held until the batch commits. Returns TXN_OK,
+ * TXN_EREADONLY or TXN_EIO (nothing is then locked for this key).
+ */
+enum txn_status txn_begin_key(struct txn_batch *b, const char *key,
+                              size_t nkey, struct txn_current *cur);
+
+/* Frees what a read left in `cur`. Safe to call twice. */
+void txn_current_release(struct txn_current *cur);
+
+/*
+ * Stages a record for `key` (locked by txn_begin_key()): the envelope `m`
+ * followed by the value, given as up to two pieces (v1 then v2) so that
+ * append and prepend need no temporary copy. Returns TXN_OK or TXN_ENOMEM.
+ */
+enum txn_status txn_stage_record(struct txn_batch *b, const char *key,
+                                 size_t nkey, const struct record_meta *m,
+                                 const void *v1, size_t l1, const void *v2,
+                                 size_t l2);
+
+/* Stages the removal of `key` (locked by txn_begin_key()). */
+enum txn_status txn_stage_remove(struct txn_batch *b, const char *key,
+                                 size_t nkey);
+
+/*
+ * Makes the staged changes durable, applies them to the store and releases
+ * every stripe. On failure, calls the abort callback for each staged
+ * change's owner, marks the engine failed and returns TXN_EIO. An empty
+ * batch commits trivially.
+ */
+enum txn_status txn_commit(struct txn_batch *b);
+
+/* True if the batch has staged changes or holds stripes. */
+bool txn_pending(const struct txn_batch *b);
+
+/*
+ * Removes `key` if its record still has write stamp `ts` (an expired item
+ * found by a reader or the sweeper). Purely local and best-effort: it
+ * gives up rather than wait if the stripe is busy. Returns true if removed.
+ */
+bool txn_expire(struct txn_batch *b, const char *key, size_t nkey,
+                uint64_t ts);
+
+/*
+ * Executes "flush_all `delay_s`": commits the batch, then records either an
+ * immediate flush (stamped now) or a pending one with its deadline, and
+ * persists the new state before returning. Returns TXN_OK, TXN_EREADONLY
+ * or TXN_EIO.
+ */
+enum txn_status txn_flush_all(struct txn_batch *b, int64_t delay_s);
+
+/* Copies the current flush state. */
+void txn_flush_state(struct txn_engine *eng, struct expiry_flush *out);
+
+/*
+ * Folds a pending flush whose deadline has passed into the applied point
+ * and persists it (called periodically by the sweeper). Returns TXN_OK or
+ * TXN_EIO.
+ */
+enum txn_status txn_flush_settle(struct txn_engine *eng);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * util: small dependency-free helpers shared by every module.
+ *
+ * Strict number parsing (the protocol and the command line both reject
+ * anything strtoul() would silently accept), size suffixes, fast decimal
+ * formatting, key hashing for lock stripes, and fd flags. Nothing here
+ * allocates or keeps state, so any thread may call any function.
+ */
+#ifndef KURA_UTIL_H
+#define KURA_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest decimal rendering of a uint64_t, without terminator. */
+#define UTIL_U64_DIGITS 20
+
+/*
+ * Parses exactly `len` bytes of `s` as an unsigned decimal number no larger
+ * than `max`. No sign, no spaces, no empty string.
+ * Returns true and stores the value in `*out` on success; false otherwise,
+ * leaving `*out` untouched.
+ */
+bool util_parse_uint(const char *s, size_t len, uint64_t max, uint64_t *out);
+
+/*
+ * Parses exactly `len` bytes of `s` as a signed decimal number within
+ * [min, max]. An optional leading '-' is accepted. Same contract as
+ * util_parse_uint().
+ */
+bool util_parse_int(const char *s, size_t len, int64_t min, int64_t max,
+                    int64_t *out);
+
+/*
+ * Parses a NUL-terminated size such as "1024", "64k", "1024m" or "2g"
+ * (binary multiples, case-insensitive suffix). Returns true and stores the
+ * byte count in `*out`, false on syntax error or overflow.
+ */
+bool util_parse_size(const char *s, uint64_t *out);
+
+/*
+ * Writes the decimal form of `v` to `buf`, which must hold at least
+ * UTIL_U64_DIGITS bytes. No terminator is written.
+ * Returns the number of bytes written.
+ */
+size_t util_u64_to_dec(uint64_t v, char *buf);
+
+/* 64-bit hash of a key (FNV-1a with a final mix); stable across runs. */
+uint64_t util_hash(const void *key, size_t len);
+
+/* Sets O_NONBLOCK on `fd`. Returns 0, or -1 with errno set. */
+int util_set_nonblock(int fd);
+
+/* Sets FD_CLOEXEC on `fd`. Returns 0, or -1 with errno set. */
+int util_set_cloexec(int fd);
+
+/* Wall-clock time in microseconds since the epoch. */
+uint64_t util_now_us(void);
+
+/* Wall-clock time in whole seconds since the epoch. */
+int64_t util_now_s(void);
+
+/* Monotonic time in milliseconds, for timeouts and deadlines. */
+uint64_t util_mono_ms(void);
+
+/*
+ * Copies the NUL-terminated `src` into `dst` of size `size`, always
+ * terminating. Returns false if `src` had to be truncated.
+ */
+bool util_strlcpy(char *dst, const char *src, size_t size);
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * worker: per-thread event loops with group commit (see worker.h).
+ */
+#include "worker.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "record.h"
+
+static void
+_on_abort(void *owner, void *arg)
+{
+    (void)arg;
+    conn_abort(owner);
+}
+
+static void
+_on_notify(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    uint64_t count;
+
+    (void)what;
+    if (read(fd, &count, sizeof(count)) < 0 && errno != EAGAIN) {
+        log_error(w->shared->log, "worker %d: eventfd read: %s", w->id,
+                  strerror(errno));
+    }
+    pthread_mutex_lock(&w->lock);
+    int fds[256];
+    size_t n = 0;
+    while (w->qlen > 0 && n < sizeof(fds) / sizeof(fds[0])) {
+        fds[n++] = w->queue[--w->qlen];
+    }
+    bool more = w->qlen > 0;
+    bool stopping = w->stopping;
+    pthread_mutex_unlock(&w->lock);
+    for (size_t i = 0; i < n; i++) {
+        if (stopping) {
+            close(fds[i]);
+            atomic_fetch_sub(&w->shared->curr_conns, 1);
+        } else if (conn_create(&w->host, fds[i]) == NULL) {
+            atomic_fetch_sub(&w->shared->curr_conns, 1);
+        }
+    }
+    if (more || stopping) {
+        event_active(w->notify_ev, EV_READ, 0);
+    }
+    if (stopping) {
+        event_base_loopbreak(w->base);
+    }
+}
+
+int
+worker_init(struct worker *w, int id, struct worker_shared *shared)
+{
+    const struct settings *s = shared->penv->settings;
+
+    memset(w, 0, sizeof(*w));
+    w->id = id;
+    w->shared = shared;
+    w->notify_fd = -1;
+    pthread_mutex_init(&w->lock, NULL);
+    struct event_config *cfg = event_config_new();
+    if (cfg == NULL) {
+        return -1;
+    }
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+    w->base = event_base_new_with_config(cfg);
+    event_config_free(cfg);
+    w->notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (w->base == NULL || w->notify_fd < 0) {
+        log_error(shared->log, "worker %d: cannot create event loop: %s", id,
+                  strerror(errno));
+        return -1;
+    }
+    w->notify_ev = event_new(w->base, w->notify_fd, EV_READ | EV_PERSIST,
+                             _on_notify, w);
+    if (w->notify_ev == NULL || event_add(w->notify_ev, NULL) != 0) {
+        return -1;
+    }
+    if (txn_batch_init(&w->batch, shared->eng,
+                       s->item_max + RECORD_HEADER_MAX + 1) != 0) {
+        log_error(shared->log, "worker %d: out of memory", id);
+        return -1;
+    }
+    txn_batch_on_abort(&w->batch, _on_abort, w);
+    w->pctx.env = shared->penv;
+    w->pctx.batch = &w->batch;
+    w->pctx.stats = &w->stats;
+    conn_host_init(&w->host);
+    w->host.base = w->base;
+    w->host.pctx = &w->pctx;
+    w->host.limits = shared->limits;
+    w->host.watermark = shared->watermark;
+    w->host.stats = &w->stats;
+    w->host.curr_conns = &shared->curr_conns;
+    if (shared->idle_timeout_s > 0) {
+        struct timeval tv = {shared->idle_timeout_s, 0};
+        const struct timeval *common =
+            event_base_init_common_timeout(w->base, &tv);
+        w->idle_tv = *common;
+        w->host.idle_tv = &w->idle_tv;
+    }
+    return 0;
+}
+
+static void *
+_main(void *arg)
+{
+    struct worker *w = arg;
+
+    for (;;) {
+        event_base_loop(w->base, EVLOOP_ONCE);
+        /* End of pass: one commit for every write of the pass (T3). */
+        txn_commit(&w->batch);
+        conn_host_end_pass(&w->host);
+        pthread_mutex_lock(&w->lock);
+        bool stopping = w->stopping;
+        pthread_mutex_unlock(&w->lock);
+        if (stopping) {
+            break;
+        }
+    }
+    txn_commit(&w->batch);
+    conn_host_close_all(&w->host);
+    return NULL;
+}
+
+int
+worker_start(struct worker *w)
+{
+    if (pthread_create(&w->thread, NULL, _main, w) != 0) {
+        return -1;
+    }
+    w->started = true;
+    return 0;
+}
+
+static void
+_wake(struct worker *w)
+{
+    uint64_t one = 1;
+    if (write(w->notify_fd, &one, sizeof(one)) < 0 && errno != EAGAIN) {
+        log_error(w->shared->log, "worker %d: eventfd write: %s", w->id,
+                  strerror(errno));
+    }
+}
+
+int
+worker_dispatch(struct worker *w, int fd)
+{
+    pthread_mutex_lock(&w->lock);
+    if (w->stopping) {
+        pthread_mutex_unlock(&w->lock);
+        return -1;
+    }
+    if (w->qlen == w->qcap) {
+        size_t cap = w->qcap == 0 ? 64 : w->qcap * 2;
+        int *q = realloc(w->queue, cap * sizeof(*q));
+        if (q == NULL) {
+            pthread_mutex_unlock(&w->lock);
+            return -1;
+        }
+        w->queue = q;
+        w->qcap = cap;
+    }
+    w->queue[w->qlen++] = fd;
+    pthread_mutex_unlock(&w->lock);
+    _wake(w);
+    return 0;
+}
+
+void
+worker_stop(struct worker *w)
+{
+    pthread_mutex_lock(&w->lock);
+    w->stopping = true;
+    pthread_mutex_unlock(&w->lock);
+    _wake(w);
+}
+
+void
+worker_join(struct worker *w)
+{
+    if (w->started) {
+        pthread_join(w->thread, NULL);
+        w->started = false;
+    }
+}
+
+void
+worker_deinit(struct worker *w)
+{
+    for (size_t i = 0; i < w->qlen; i++) {
+        close(w->queue[i]);
+    }
+    free(w->queue);
+    txn_batch_deinit(&w->batch);
+    if (w->notify_ev != NULL) {
+        event_free(w->notify_ev);
+    }
+    if (w->base != NULL) {
+        event_base_free(w->base);
+    }
+    if (w->notify_fd >= 0) {
+        close(w->notify_fd);
+    }
+    pthread_mutex_destroy(&w->lock);
+}

@@ -1,0 +1,90 @@
+/*
+ * worker: the pool of threads that serve connections.
+ *
+ * Each worker owns a libevent base, the connections handed to it, a write
+ * batch (txn.h) and its counters. The listener hands a new connection over
+ * through the worker's queue and wakes it with an eventfd; the same queue
+ * carries the stop request. A connection stays on its worker for life, so
+ * no connection state is ever shared between threads.
+ *
+ * One pass of a worker's loop runs every ready callback (reads, parsing,
+ * processing, staging writes), then commits the batch once and sends every
+ * reply produced in the pass: one group commit per pass.
+ *
+ * Thread-safety: worker_dispatch() and worker_stop() may be called from any
+ * thread; everything else belongs to the worker's own thread.
+ */
+#ifndef KURA_WORKER_H
+#define KURA_WORKER_H
+
+#include <event2/event.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "conn.h"
+#include "log.h"
+#include "process.h"
+#include "stats.h"
+#include "txn.h"
+
+/* What every worker shares; owned by the server, read-only here. */
+struct worker_shared {
+    const struct process_env *penv;
+    struct txn_engine *eng;
+    struct logger *log;
+    struct proto_limits limits;
+    int idle_timeout_s;       /* 0 = none */
+    size_t watermark;         /* output bytes that pause a client */
+    _Atomic uint64_t curr_conns;
+};
+
+struct worker {
+    int id;
+    struct worker_shared *shared;
+    pthread_t thread;
+    bool started;
+    struct event_base *base;
+    int notify_fd;          /* eventfd */
+    struct event *notify_ev;
+    pthread_mutex_t lock;   /* guards the queue and `stopping` */
+    int *queue;             /* fds handed over by the listener */
+    size_t qlen;
+    size_t qcap;
+    bool stopping;
+    struct timeval idle_tv;
+    struct txn_batch batch;
+    struct process_ctx pctx;
+    struct stats_counters stats;
+    struct conn_host host;
+};
+
+/*
+ * Prepares worker `id` (base, eventfd, batch). Returns 0, or -1 with a
+ * reason logged.
+ */
+int worker_init(struct worker *w, int id, struct worker_shared *shared);
+
+/* Starts the worker's thread. Returns 0 or -1. */
+int worker_start(struct worker *w);
+
+/*
+ * Hands the connected socket `fd` to the worker, which takes ownership.
+ * Returns 0, or -1 if the worker is stopping (the caller closes `fd`).
+ */
+int worker_dispatch(struct worker *w, int fd);
+
+/*
+ * Asks the worker to finish its current pass, commit, send what is queued,
+ * close its connections and exit. Returns at once; see worker_join().
+ */
+void worker_stop(struct worker *w);
+
+/* Waits for the worker's thread to exit. */
+void worker_join(struct worker *w);
+
+/* Frees what worker_init() allocated. The thread must have exited. */
+void worker_deinit(struct worker *w);
+
+#endif

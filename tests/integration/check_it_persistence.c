@@ -1,0 +1,338 @@
+/*
+ * Integration tests: what survives. Restart keeps values, flags and
+ * expiry; kill -9 under a concurrent write load loses no acknowledged
+ * write and needs no hand to restart; pid file rules; -kl; -dmn with
+ * relative paths; a database that cannot be opened; SIGHUP.
+ */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../unit/unit_main.h"
+#include "harness.h"
+
+static struct kura_proc k;
+static char pid_path[600];
+
+static void
+_start_with_pid(void)
+{
+    kura_init(&k, NULL);
+    snprintf(pid_path, sizeof(pid_path), "%s/kurad.pid", k.dir);
+    k.args[k.nargs++] = "-pid";
+    k.args[k.nargs++] = pid_path;
+    ck_assert_int_eq(kura_launch(&k), 0);
+}
+
+static void
+_cleanup(void)
+{
+    kura_cleanup(&k);
+}
+
+static bool
+_file_exists(void *arg)
+{
+    return access(arg, F_OK) == 0;
+}
+
+START_TEST(test_restart_keeps_values_flags_expiry)
+{
+    int fd = kc_connect(k.port);
+    ck_assert(kc_check(fd,
+                       "set plain 0 0 5\r\nhello\r\n"
+                       "set flagged 3735928559 0 3\r\nabc\r\n"
+                       "set long 7 100000 4\r\nlong\r\n"
+                       "set short 9 3 5\r\nshort\r\n",
+                       "STORED\r\nSTORED\r\nSTORED\r\nSTORED\r\n"));
+    close(fd);
+    ck_assert_int_eq(kura_stop(&k, 30000), 0);
+    ck_assert_int_eq(kura_launch(&k), 0);
+    fd = kc_connect(k.port);
+    ck_assert(kc_check(fd, "get plain flagged long short\r\n",
+                       "VALUE plain 0 5\r\nhello\r\n"
+                       "VALUE flagged 3735928559 3\r\nabc\r\n"
+                       "VALUE long 7 4\r\nlong\r\n"
+                       "VALUE short 9 5\r\nshort\r\nEND\r\n"));
+    close(fd);
+    /* The short expiry survived the restart too: it still runs out. */
+    kura_kill9(&k);
+    ck_assert_int_eq(kura_launch(&k), 0);
+    fd = kc_connect(k.port);
+    uint64_t deadline = harness_now_ms() + 6000;
+    bool gone = false;
+    char buf[256];
+    while (!gone && harness_now_ms() < deadline) {
+        kc_sends(fd, "get short\r\n");
+        ck_assert_int_gt(kc_read_until(fd, buf, sizeof(buf), "END\r\n", 2000), 0);
+        gone = strcmp(buf, "END\r\n") == 0;
+    }
+    ck_assert(gone);
+    ck_assert(kc_check(fd, "get long\r\n", "VALUE long 7 4\r\nlong\r\nEND\r\n"));
+    close(fd);
+}
+END_TEST
+
+/* Writers record each set they saw acknowledged. */
+#define WRITERS 8
+#define MAX_ACKS 200000
+
+struct writer {
+    int id;
+    int port;
+    _Atomic long acked;  /* sets 0..acked-1 were acknowledged */
+    _Atomic bool stop;
+};
+
+static void *
+_write_loop(void *arg)
+{
+    struct writer *w = arg;
+    char req[128];
+    char reply[64];
+    int fd = kc_connect(w->port);
+    if (fd < 0) {
+        return NULL;
+    }
+    for (long i = 0; i < MAX_ACKS && !atomic_load(&w->stop); i++) {
+        /* Pipelined pairs exercise group commit as well. */
+        snprintf(req, sizeof(req), "set w%d:%ld %ld 0 8\r\n%08ld\r\n", w->id,
+                 i, i % 7, i);
+        if (kc_sends(fd, req) != 0 ||
+            kc_read_until(fd, reply, sizeof(reply), "\r\n", 5000) < 0 ||
+            strcmp(reply, "STORED\r\n") != 0) {
+            break;
+        }
+        atomic_store(&w->acked, i + 1);
+    }
+    close(fd);
+    return NULL;
+}
+
+START_TEST(test_kill9_under_load_loses_no_acknowledged_write)
+{
+    static struct writer w[WRITERS];
+    pthread_t th[WRITERS];
+
+    for (int i = 0; i < WRITERS; i++) {
+        w[i].id = i;
+        w[i].port = k.port;
+        atomic_store(&w[i].acked, 0);
+        atomic_store(&w[i].stop, false);
+        pthread_create(&th[i], NULL, _write_loop, &w[i]);
+    }
+    /* Let the load run, then kill the daemon in the middle of it. */
+    uint64_t deadline = harness_now_ms() + 10000;
+    long total = 0;
+    while (harness_now_ms() < deadline && total < 5000) {
+        total = 0;
+        for (int i = 0; i < WRITERS; i++) {
+            total += atomic_load(&w[i].acked);
+        }
+        usleep(1000);
+    }
+    ck_assert_int_ge(total, 5000);
+    kill(k.pid, SIGKILL);
+    for (int i = 0; i < WRITERS; i++) {
+        pthread_join(th[i], NULL);
+    }
+    int status;
+    waitpid(k.pid, &status, 0);
+    k.pid = -1;
+    /* The stale pid file is still there, and must not block a restart. */
+    ck_assert(access(pid_path, F_OK) == 0);
+    ck_assert_int_eq(kura_launch(&k), 0);
+    int fd = kc_connect(k.port);
+    char req[64];
+    char want[128];
+    for (int i = 0; i < WRITERS; i++) {
+        long n = atomic_load(&w[i].acked);
+        for (long j = 0; j < n; j++) {
+            snprintf(req, sizeof(req), "get w%d:%ld\r\n", i, j);
+            snprintf(want, sizeof(want), "VALUE w%d:%ld %ld 8\r\n%08ld\r\nEND\r\n",
+                     i, j, j % 7, j);
+            ck_assert_msg(kc_check(fd, req, want), "lost acknowledged write %s",
+                          req);
+        }
+    }
+    close(fd);
+}
+END_TEST
+
+START_TEST(test_second_instance_refused)
+{
+    char port[16];
+    char err[4096];
+    snprintf(port, sizeof(port), "%d", harness_free_port());
+    const char *argv[] = {"kurad", "-port", port, "-pid", pid_path,
+                          "*", NULL};
+    int rc = harness_run(k.dir, argv, err, sizeof(err), 10000);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(strstr(err, "already running") != NULL, "stderr: %s", err);
+    /* The first one is untouched. */
+    int fd = kc_connect(k.port);
+    ck_assert(kc_drain(fd, "version\r\n", "\r\n"));
+    close(fd);
+}
+END_TEST
+
+START_TEST(test_kl_replaces_running_instance)
+{
+    struct kura_proc second;
+    const char *args[] = {"-pid", pid_path, "-kl", k.db, NULL};
+    pid_t first = k.pid;
+    int status;
+
+    kura_init(&second, args);
+    ck_assert_int_eq(kura_launch(&second), 0);
+    /* The first instance was asked to stop and did so cleanly. */
+    ck_assert_int_eq(waitpid(first, &status, 0), first);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    k.pid = -1;
+    int fd = kc_connect(second.port);
+    ck_assert(kc_drain(fd, "version\r\n", "\r\n"));
+    close(fd);
+    kura_cleanup(&second);
+}
+END_TEST
+
+START_TEST(test_sighup_reopens_log)
+{
+    char moved[700];
+    snprintf(moved, sizeof(moved), "%s.1", k.log);
+    ck_assert_int_eq(rename(k.log, moved), 0);
+    kill(k.pid, SIGHUP);
+    ck_assert(harness_wait_for(_file_exists, k.log, 5000));
+    int fd = kc_connect(k.port);
+    ck_assert(kc_drain(fd, "version\r\n", "\r\n"));
+    close(fd);
+}
+END_TEST
+
+START_TEST(test_flush_survives_restart)
+{
+    int fd = kc_connect(k.port);
+    ck_assert(kc_check(fd, "set a 0 0 1\r\nx\r\nflush_all\r\nset b 0 0 1\r\ny\r\n",
+                       "STORED\r\nOK\r\nSTORED\r\n"));
+    close(fd);
+    ck_assert_int_eq(kura_stop(&k, 30000), 0);
+    ck_assert_int_eq(kura_launch(&k), 0);
+    fd = kc_connect(k.port);
+    ck_assert(kc_check(fd, "get a b\r\n", "VALUE b 0 1\r\ny\r\nEND\r\n"));
+    close(fd);
+}
+END_TEST
+
+static bool
+_pid_gone(void *arg)
+{
+    pid_t pid = *(pid_t *)arg;
+    return kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+START_TEST(test_dmn_keeps_relative_paths)
+{
+    struct kura_proc d;
+    char port[16];
+    char err[4096];
+    char path[700];
+
+    kura_init(&d, NULL);
+    snprintf(port, sizeof(port), "%d", d.port);
+    const char *argv[] = {"kurad", "-port", port, "-dmn", "-pid", "run.pid",
+                          "-log", "logs.txt", "db/rel.tch", NULL};
+    snprintf(path, sizeof(path), "%s/db", d.dir);
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    /* The starting process returns once the daemon is serving. */
+    ck_assert_int_eq(harness_run(d.dir, argv, err, sizeof(err), 15000), 0);
+    int fd = kc_connect(d.port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert(kc_check(fd, "set r 0 0 1\r\nr\r\n", "STORED\r\n"));
+    close(fd);
+    snprintf(path, sizeof(path), "%s/db/rel.tch", d.dir);
+    ck_assert(access(path, F_OK) == 0);
+    snprintf(path, sizeof(path), "%s/logs.txt", d.dir);
+    ck_assert(access(path, F_OK) == 0);
+    snprintf(path, sizeof(path), "%s/run.pid", d.dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    long pid = 0;
+    ck_assert_int_eq(fscanf(f, "%ld", &pid), 1);
+    fclose(f);
+    pid_t p = (pid_t)pid;
+    ck_assert_int_eq(kill(p, SIGTERM), 0);
+    ck_assert(harness_wait_for(_pid_gone, &p, 10000));
+    /* A clean stop removes the pid file. */
+    ck_assert(access(path, F_OK) != 0);
+    kura_cleanup(&d);
+}
+END_TEST
+
+START_TEST(test_unopenable_database)
+{
+    char err[4096];
+    char port[16];
+    char path[700];
+    snprintf(port, sizeof(port), "%d", harness_free_port());
+
+    const char *missing_dir[] = {"kurad", "-port", port,
+                                 "/nonexistent/dir/k.tch", NULL};
+    int rc = harness_run(NULL, missing_dir, err, sizeof(err), 10000);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(strstr(err, "cannot open database") != NULL, "%s", err);
+
+    snprintf(path, sizeof(path), "%s/garbage.tch", k.dir);
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 1000; i++) {
+        fputs("this is not a tokyo cabinet file\n", f);
+    }
+    fclose(f);
+    const char *garbage[] = {"kurad", "-port", port, path, NULL};
+    rc = harness_run(NULL, garbage, err, sizeof(err), 10000);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(strstr(err, "cannot open database") != NULL, "%s", err);
+}
+END_TEST
+
+START_TEST(test_bad_flag_exits_with_usage)
+{
+    char err[4096];
+    const char *argv[] = {"kurad", "-thnum", "zero", NULL};
+    ck_assert_int_eq(harness_run(NULL, argv, err, sizeof(err), 10000), 2);
+    ck_assert(strstr(err, "-thnum") != NULL && strstr(err, "usage") != NULL);
+}
+END_TEST
+
+static Suite *
+persistence_suite(void)
+{
+    Suite *s = suite_create("it_persistence");
+    TCase *tc = tcase_create("restart");
+    tcase_add_checked_fixture(tc, _start_with_pid, _cleanup);
+    tcase_add_test(tc, test_restart_keeps_values_flags_expiry);
+    tcase_add_test(tc, test_kill9_under_load_loses_no_acknowledged_write);
+    tcase_add_test(tc, test_flush_survives_restart);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("process");
+    tcase_add_checked_fixture(tc, _start_with_pid, _cleanup);
+    tcase_add_test(tc, test_second_instance_refused);
+    tcase_add_test(tc, test_kl_replaces_running_instance);
+    tcase_add_test(tc, test_sighup_reopens_log);
+    tcase_add_test(tc, test_dmn_keeps_relative_paths);
+    tcase_add_test(tc, test_unopenable_database);
+    tcase_add_test(tc, test_bad_flag_exits_with_usage);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TEST_MAIN(persistence_suite)

@@ -1,0 +1,339 @@
+/*
+ * Integration tests: the memcached protocol over real sockets against a
+ * running kurad: replies byte for byte, pipelining, partial writes, limits,
+ * connection handling, expiry and flush_all timing.
+ */
+#include <check.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../unit/unit_main.h"
+#include "harness.h"
+
+static struct kura_proc k;
+
+static void
+_start_default(void)
+{
+    kura_start(&k, NULL);
+}
+
+static void
+_cleanup(void)
+{
+    kura_cleanup(&k);
+}
+
+START_TEST(test_transcript)
+{
+    int fd = kc_connect(k.port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert(kc_check(fd, "set a 5 0 3\r\nabc\r\n", "STORED\r\n"));
+    ck_assert(kc_check(fd, "get a\r\n", "VALUE a 5 3\r\nabc\r\nEND\r\n"));
+    ck_assert(kc_check(fd, "add a 0 0 1\r\nx\r\n", "NOT_STORED\r\n"));
+    ck_assert(kc_check(fd, "append a 0 0 2\r\nde\r\n", "STORED\r\n"));
+    ck_assert(kc_check(fd, "prepend a 0 0 1\r\n_\r\n", "STORED\r\n"));
+    ck_assert(kc_check(fd, "get a nope\r\n", "VALUE a 5 6\r\n_abcde\r\nEND\r\n"));
+    ck_assert(kc_check(fd, "set n 0 0 2\r\n10\r\n", "STORED\r\n"));
+    ck_assert(kc_check(fd, "incr n 5\r\n", "15\r\n"));
+    ck_assert(kc_check(fd, "decr n 100\r\n", "0\r\n"));
+    ck_assert(kc_check(fd, "touch n 100\r\n", "TOUCHED\r\n"));
+    ck_assert(kc_check(fd, "delete n\r\n", "DELETED\r\n"));
+    ck_assert(kc_check(fd, "delete n\r\n", "NOT_FOUND\r\n"));
+    ck_assert(kc_check(fd, "set q 0 0 1 noreply\r\nq\r\nget q\r\n",
+                       "VALUE q 0 1\r\nq\r\nEND\r\n"));
+    ck_assert(kc_check(fd, "bogus\r\n", "ERROR\r\n"));
+    ck_assert(kc_check(fd, "set a 0 0 1\r\nxy\r\n",
+                       "CLIENT_ERROR bad data chunk\r\nERROR\r\n"));
+    ck_assert(kc_check(fd, "get a\r\n", "VALUE a 5 6\r\n_abcde\r\nEND\r\n"));
+    ck_assert(kc_check(fd, "verbosity 1\r\n", "OK\r\n"));
+    ck_assert(kc_check(fd, "verbosity 0\r\n", "OK\r\n"));
+    close(fd);
+}
+END_TEST
+
+START_TEST(test_pipelined_batch)
+{
+    int fd = kc_connect(k.port);
+    char req[64 * 40];
+    char want[64 * 40];
+    size_t rn = 0;
+    size_t wn = 0;
+
+    for (int i = 0; i < 60; i++) {
+        rn += (size_t)snprintf(req + rn, sizeof(req) - rn,
+                               "set p%d 0 0 1\r\n%d\r\n", i, i % 10);
+        wn += (size_t)snprintf(want + wn, sizeof(want) - wn, "STORED\r\n");
+    }
+    ck_assert(kc_check(fd, req, want));
+    rn = wn = 0;
+    for (int i = 0; i < 60; i++) {
+        rn += (size_t)snprintf(req + rn, sizeof(req) - rn, "get p%d\r\n", i);
+        wn += (size_t)snprintf(want + wn, sizeof(want) - wn,
+                               "VALUE p%d 0 1\r\n%d\r\nEND\r\n", i, i % 10);
+    }
+    ck_assert(kc_check(fd, req, want));
+    close(fd);
+}
+END_TEST
+
+START_TEST(test_byte_at_a_time)
+{
+    int fd = kc_connect(k.port);
+    const char *req = "set slow 7 0 10\r\n0123456789\r\nget slow\r\n";
+    for (const char *p = req; *p != '\0'; p++) {
+        ck_assert_int_eq(kc_send(fd, p, 1), 0);
+    }
+    ck_assert(kc_check(fd, NULL, "STORED\r\nVALUE slow 7 10\r\n0123456789\r\nEND\r\n"));
+    close(fd);
+}
+END_TEST
+
+START_TEST(test_value_size_limit)
+{
+    int fd = kc_connect(k.port);
+    size_t max = 1 << 20;
+    char *req = malloc(max + 128);
+    char *want = malloc(max + 128);
+
+    /* Exactly the limit is stored and read back. */
+    int n = snprintf(req, 128, "set big 1 0 %zu\r\n", max);
+    memset(req + n, 'b', max);
+    memcpy(req + n + max, "\r\n", 3);
+    ck_assert(kc_check(fd, req, "STORED\r\n"));
+    n = snprintf(want, 128, "VALUE big 1 %zu\r\n", max);
+    memset(want + n, 'b', max);
+    memcpy(want + n + max, "\r\nEND\r\n", 8);
+    ck_assert(kc_check(fd, "get big\r\n", want));
+    /* One byte more is refused, its data swallowed, the connection fine. */
+    n = snprintf(req, 128, "set big2 0 0 %zu\r\n", max + 1);
+    memset(req + n, 'c', max + 1);
+    memcpy(req + n + max + 1, "\r\n", 3);
+    ck_assert(kc_check(fd, req, "SERVER_ERROR object too large for cache\r\n"));
+    ck_assert(kc_check(fd, "get big2\r\n", "END\r\n"));
+    free(req);
+    free(want);
+    close(fd);
+}
+END_TEST
+
+START_TEST(test_quit_server_closes_first)
+{
+    int fd = kc_connect(k.port);
+    ck_assert(kc_check(fd, "set q 0 0 1\r\nq\r\nquit\r\n", "STORED\r\n"));
+    ck_assert(kc_wait_closed(fd, 2000));
+    /* The server's FIN came first: this side is in CLOSE_WAIT, so when it
+     * closes it will not be the one left in TIME_WAIT (seed 001). */
+    struct tcp_info info;
+    socklen_t len = sizeof(info);
+    ck_assert_int_eq(getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len), 0);
+    ck_assert_int_eq(info.tcpi_state, TCP_CLOSE_WAIT);
+    close(fd);
+}
+END_TEST
+
+START_TEST(test_http_request_closed)
+{
+    int fd = kc_connect(k.port);
+    kc_sends(fd, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    ck_assert(kc_wait_closed(fd, 2000));
+    close(fd);
+}
+END_TEST
+
+static int probe_fd;
+
+static bool
+_expired(void *arg)
+{
+    char buf[256];
+    kc_sends(probe_fd, arg);
+    return kc_read_until(probe_fd, buf, sizeof(buf), "END\r\n", 2000) > 0 &&
+           strcmp(buf, "END\r\n") == 0;
+}
+
+START_TEST(test_ttl_expiry)
+{
+    probe_fd = kc_connect(k.port);
+    ck_assert(kc_check(probe_fd, "set t 0 1 1\r\nx\r\nset keep 0 100 1\r\ny\r\n",
+                       "STORED\r\nSTORED\r\n"));
+    ck_assert(kc_check(probe_fd, "get keep\r\n", "VALUE keep 0 1\r\ny\r\nEND\r\n"));
+    ck_assert(harness_wait_for(_expired, "get t\r\n", 5000));
+    ck_assert(kc_check(probe_fd, "get keep\r\n", "VALUE keep 0 1\r\ny\r\nEND\r\n"));
+    close(probe_fd);
+}
+END_TEST
+
+static bool
+_no_items(void *arg)
+{
+    (void)arg;
+    return kc_stat(probe_fd, "curr_items") == 0;
+}
+
+START_TEST(test_sweeper_reclaims_unread_items)
+{
+    char req[64];
+    probe_fd = kc_connect(k.port);
+    for (int i = 0; i < 200; i++) {
+        snprintf(req, sizeof(req), "set s%d 0 1 1 noreply\r\nx\r\n", i);
+        kc_sends(probe_fd, req);
+    }
+    ck_assert(kc_drain(probe_fd, "version\r\n", "\r\n"));
+    ck_assert_int_ge(kc_stat(probe_fd, "curr_items"), 1);
+    /* Nobody reads them again; the sweeper must remove them. */
+    ck_assert(harness_wait_for(_no_items, NULL, 10000));
+    ck_assert_int_ge(kc_stat(probe_fd, "reclaimed"), 200);
+    close(probe_fd);
+}
+END_TEST
+
+START_TEST(test_flush_all_delayed)
+{
+    probe_fd = kc_connect(k.port);
+    ck_assert(kc_check(probe_fd, "set f 0 0 1\r\nx\r\nflush_all 2\r\n",
+                       "STORED\r\nOK\r\n"));
+    ck_assert(kc_check(probe_fd, "get f\r\n", "VALUE f 0 1\r\nx\r\nEND\r\n"));
+    /* Written while the flush is pending: invalid at the deadline too. */
+    ck_assert(kc_check(probe_fd, "set g 0 0 1\r\ny\r\n", "STORED\r\n"));
+    ck_assert(harness_wait_for(_expired, "get f g\r\n", 5000));
+    ck_assert(kc_check(probe_fd, "set h 0 0 1\r\nz\r\nget h\r\n",
+                       "STORED\r\nVALUE h 0 1\r\nz\r\nEND\r\n"));
+    close(probe_fd);
+}
+END_TEST
+
+START_TEST(test_stats_connections)
+{
+    int a = kc_connect(k.port);
+    int b = kc_connect(k.port);
+    ck_assert(kc_drain(b, "version\r\n", "\r\n"));
+    ck_assert_int_ge(kc_stat(a, "curr_connections"), 2);
+    ck_assert_int_ge(kc_stat(a, "total_connections"), 2);
+    ck_assert_int_eq(kc_stat(a, "threads"), 2);
+    close(a);
+    close(b);
+}
+END_TEST
+
+static void
+_start_limited(void)
+{
+    static const char *const args[] = {"-maxconn", "3", "-tout", "1", NULL};
+    kura_start(&k, args);
+}
+
+static int live_fd;
+
+static bool
+_accepts_again(void *arg)
+{
+    (void)arg;
+    char buf[128];
+    int fd = kc_connect(k.port);
+    if (fd < 0) {
+        return false;
+    }
+    kc_sends(fd, "version\r\n");
+    bool ok = kc_read_until(fd, buf, sizeof(buf), "\r\n", 1000) > 0 &&
+              strncmp(buf, "VERSION", 7) == 0;
+    if (ok) {
+        live_fd = fd;
+    } else {
+        close(fd);
+    }
+    return ok;
+}
+
+START_TEST(test_connection_limit)
+{
+    int fds[3];
+
+    for (int i = 0; i < 3; i++) {
+        fds[i] = kc_connect(k.port);
+        ck_assert(kc_drain(fds[i], "version\r\n", "\r\n"));
+    }
+    int extra = kc_connect(k.port);
+    ck_assert_int_ge(extra, 0);
+    ck_assert(kc_check(extra, NULL, "SERVER_ERROR too many open connections\r\n"));
+    ck_assert(kc_wait_closed(extra, 2000));
+    close(extra);
+    /* Existing clients are unaffected. */
+    ck_assert(kc_check(fds[0], "set a 0 0 1\r\nx\r\n", "STORED\r\n"));
+    close(fds[1]);
+    live_fd = -1;
+    ck_assert(harness_wait_for(_accepts_again, NULL, 3000));
+    ck_assert_int_ge(kc_stat(live_fd, "rejected_connections"), 1);
+    close(live_fd);
+    close(fds[0]);
+    close(fds[2]);
+}
+END_TEST
+
+START_TEST(test_idle_timeout)
+{
+    int idle = kc_connect(k.port);
+    ck_assert(kc_check(idle, "set a 0 0 1\r\nx\r\n", "STORED\r\n"));
+    uint64_t start = harness_now_ms();
+    ck_assert(kc_wait_closed(idle, 4000));
+    ck_assert_uint_ge(harness_now_ms() - start, 500);
+    close(idle);
+}
+END_TEST
+
+static void
+_start_masked(void)
+{
+    static const char *const args[] = {"-mask", "flush_all,delete", NULL};
+    kura_start(&k, args);
+}
+
+START_TEST(test_mask)
+{
+    int fd = kc_connect(k.port);
+    ck_assert(kc_check(fd, "set a 0 0 1\r\nx\r\n", "STORED\r\n"));
+    ck_assert(kc_check(fd, "flush_all\r\n", "CLIENT_ERROR flush_all not allowed\r\n"));
+    ck_assert(kc_check(fd, "delete a\r\n", "CLIENT_ERROR delete not allowed\r\n"));
+    ck_assert(kc_check(fd, "get a\r\n", "VALUE a 0 1\r\nx\r\nEND\r\n"));
+    ck_assert(kc_drain(fd, "stats settings\r\n", "STAT kura_mask delete,flush_all\r\nEND\r\n"));
+    close(fd);
+}
+END_TEST
+
+static Suite *
+protocol_suite(void)
+{
+    Suite *s = suite_create("it_protocol");
+    TCase *tc = tcase_create("default");
+    tcase_add_checked_fixture(tc, _start_default, _cleanup);
+    tcase_add_test(tc, test_transcript);
+    tcase_add_test(tc, test_pipelined_batch);
+    tcase_add_test(tc, test_byte_at_a_time);
+    tcase_add_test(tc, test_value_size_limit);
+    tcase_add_test(tc, test_quit_server_closes_first);
+    tcase_add_test(tc, test_http_request_closed);
+    tcase_add_test(tc, test_ttl_expiry);
+    tcase_add_test(tc, test_sweeper_reclaims_unread_items);
+    tcase_add_test(tc, test_flush_all_delayed);
+    tcase_add_test(tc, test_stats_connections);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("limits");
+    tcase_add_checked_fixture(tc, _start_limited, _cleanup);
+    tcase_add_test(tc, test_connection_limit);
+    tcase_add_test(tc, test_idle_timeout);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("mask");
+    tcase_add_checked_fixture(tc, _start_masked, _cleanup);
+    tcase_add_test(tc, test_mask);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TEST_MAIN(protocol_suite)

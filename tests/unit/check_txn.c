@@ -1,0 +1,309 @@
+/*
+ * Unit tests: the write path. Staging, commit, visibility, and the
+ * invariants of txn.h: no lost update under concurrent read-modify-write
+ * (T1), no deadlock between batches holding many stripes (T4), and a key
+ * touched twice in one batch sees its own change (T5).
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "txn.h"
+#include "unit_main.h"
+
+static struct store *store;
+static struct clock clk;
+static struct txn_engine eng;
+static char dir[64];
+
+static void
+_setup(void)
+{
+    struct dbspec spec;
+    char err[256];
+
+    snprintf(dir, sizeof(dir), "/tmp/kura-txn-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof(path), "%s/t.tch", dir);
+    ck_assert(dbspec_parse(path, &spec, err, sizeof(err)));
+    store = store_open(&spec, err, sizeof(err));
+    ck_assert_ptr_nonnull(store);
+    clock_init(&clk, 0);
+    char flush[160];
+    snprintf(flush, sizeof(flush), "%s/t.tch.flush", dir);
+    /* Few stripes, so that batches collide often. */
+    ck_assert_int_eq(txn_engine_init(&eng, store, &clk, 1, 64, flush, err,
+                                     sizeof(err)),
+                     0);
+}
+
+static void
+_teardown(void)
+{
+    char cmd[128];
+    txn_engine_deinit(&eng);
+    store_close(store);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static void
+_put(struct txn_batch *b, const char *key, const char *value)
+{
+    struct txn_current cur;
+    struct record_meta m = {RECORD_VALUE, 0, 0, 0, 0, 1};
+    ck_assert_int_eq(txn_begin_key(b, key, strlen(key), &cur), TXN_OK);
+    txn_current_release(&cur);
+    m.ts = m.cas = clock_next(&clk);
+    ck_assert_int_eq(txn_stage_record(b, key, strlen(key), &m, value,
+                                      strlen(value), NULL, 0),
+                     TXN_OK);
+}
+
+static bool
+_get(struct txn_batch *b, const char *key, char *out, size_t cap)
+{
+    struct txn_current cur;
+    ck_assert_int_eq(txn_read(b, key, strlen(key), &cur), TXN_OK);
+    bool found = cur.found && cur.meta.kind == RECORD_VALUE;
+    if (found) {
+        snprintf(out, cap, "%.*s", (int)cur.vlen, (const char *)cur.value);
+    }
+    txn_current_release(&cur);
+    return found;
+}
+
+START_TEST(test_commit_applies)
+{
+    struct txn_batch b1, b2;
+    char v[64];
+
+    ck_assert_int_eq(txn_batch_init(&b1, &eng, 1024), 0);
+    ck_assert_int_eq(txn_batch_init(&b2, &eng, 1024), 0);
+    _put(&b1, "k", "one");
+    /* Staged but not committed: another batch still sees nothing. */
+    ck_assert(!_get(&b2, "k", v, sizeof(v)));
+    ck_assert(txn_pending(&b1));
+    ck_assert_int_eq(txn_commit(&b1), TXN_OK);
+    ck_assert(!txn_pending(&b1));
+    ck_assert(_get(&b2, "k", v, sizeof(v)));
+    ck_assert_str_eq(v, "one");
+    txn_batch_deinit(&b1);
+    txn_batch_deinit(&b2);
+}
+END_TEST
+
+START_TEST(test_t5_same_key_twice_sees_own_change)
+{
+    struct txn_batch b;
+    char v[64];
+
+    ck_assert_int_eq(txn_batch_init(&b, &eng, 1024), 0);
+    _put(&b, "k", "one");
+    /* Reading a key whose stripe the batch holds commits first. */
+    ck_assert(_get(&b, "k", v, sizeof(v)));
+    ck_assert_str_eq(v, "one");
+    _put(&b, "k", "two");
+    _put(&b, "k", "three");
+    ck_assert_int_eq(txn_commit(&b), TXN_OK);
+    ck_assert(_get(&b, "k", v, sizeof(v)));
+    ck_assert_str_eq(v, "three");
+    ck_assert_uint_ge(atomic_load(&b.early_commits), 2);
+    txn_batch_deinit(&b);
+}
+END_TEST
+
+START_TEST(test_remove)
+{
+    struct txn_batch b;
+    struct txn_current cur;
+    char v[64];
+
+    ck_assert_int_eq(txn_batch_init(&b, &eng, 1024), 0);
+    _put(&b, "k", "one");
+    txn_commit(&b);
+    ck_assert_int_eq(txn_begin_key(&b, "k", 1, &cur), TXN_OK);
+    ck_assert(cur.found);
+    txn_current_release(&cur);
+    ck_assert_int_eq(txn_stage_remove(&b, "k", 1), TXN_OK);
+    txn_commit(&b);
+    ck_assert(!_get(&b, "k", v, sizeof(v)));
+    txn_batch_deinit(&b);
+}
+END_TEST
+
+START_TEST(test_large_record_read_beyond_scratch)
+{
+    struct txn_batch b;
+    char big[5000];
+    char v[6000];
+
+    memset(big, 'z', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    ck_assert_int_eq(txn_batch_init(&b, &eng, 100), 0);
+    _put(&b, "big", big);
+    txn_commit(&b);
+    ck_assert(_get(&b, "big", v, sizeof(v)));
+    ck_assert_str_eq(v, big);
+    txn_batch_deinit(&b);
+}
+END_TEST
+
+/* Threads increment shared counters; every increment must survive. */
+#define THREADS 4
+#define KEYS 16
+#define ROUNDS 3000
+
+struct incr_arg {
+    int id;
+};
+
+static void *
+_incrementer(void *arg)
+{
+    struct incr_arg *a = arg;
+    struct txn_batch b;
+    unsigned seed = (unsigned)a->id * 7919u + 1;
+
+    if (txn_batch_init(&b, &eng, 1024) != 0) {
+        return (void *)1;
+    }
+    for (int i = 0; i < ROUNDS; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "c%d", rand_r(&seed) % KEYS);
+        struct txn_current cur;
+        if (txn_begin_key(&b, key, strlen(key), &cur) != TXN_OK) {
+            return (void *)1;
+        }
+        long n = 0;
+        if (cur.found) {
+            char tmp[32];
+            snprintf(tmp, sizeof(tmp), "%.*s", (int)cur.vlen,
+                     (const char *)cur.value);
+            n = strtol(tmp, NULL, 10);
+        }
+        txn_current_release(&cur);
+        char val[32];
+        snprintf(val, sizeof(val), "%ld", n + 1);
+        struct record_meta m = {RECORD_VALUE, 0, 0, 0, 0, 1};
+        m.ts = m.cas = clock_next(&clk);
+        txn_stage_record(&b, key, strlen(key), &m, val, strlen(val), NULL, 0);
+        /* Commit at random points, holding several stripes in between. */
+        if (rand_r(&seed) % 8 == 0) {
+            txn_commit(&b);
+        }
+    }
+    txn_batch_deinit(&b);
+    return NULL;
+}
+
+START_TEST(test_t1_t4_no_lost_update_no_deadlock)
+{
+    pthread_t th[THREADS];
+    struct incr_arg args[THREADS];
+    struct txn_batch b;
+    long total = 0;
+
+    for (int i = 0; i < THREADS; i++) {
+        args[i].id = i;
+        pthread_create(&th[i], NULL, _incrementer, &args[i]);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        void *rv;
+        pthread_join(th[i], &rv);
+        ck_assert_ptr_null(rv);
+    }
+    ck_assert_int_eq(txn_batch_init(&b, &eng, 1024), 0);
+    for (int k = 0; k < KEYS; k++) {
+        char key[16];
+        char v[32];
+        snprintf(key, sizeof(key), "c%d", k);
+        if (_get(&b, key, v, sizeof(v))) {
+            total += strtol(v, NULL, 10);
+        }
+    }
+    ck_assert_int_eq(total, THREADS * ROUNDS);
+    txn_batch_deinit(&b);
+}
+END_TEST
+
+START_TEST(test_expire_only_matching_stamp)
+{
+    struct txn_batch b;
+    struct txn_current cur;
+    char v[64];
+
+    ck_assert_int_eq(txn_batch_init(&b, &eng, 1024), 0);
+    _put(&b, "k", "old");
+    txn_commit(&b);
+    ck_assert_int_eq(txn_read(&b, "k", 1, &cur), TXN_OK);
+    uint64_t ts = cur.meta.ts;
+    txn_current_release(&cur);
+    /* A newer write replaced it: expiring the old stamp must not touch it. */
+    _put(&b, "k", "new");
+    txn_commit(&b);
+    ck_assert(!txn_expire(&b, "k", 1, ts));
+    ck_assert(_get(&b, "k", v, sizeof(v)));
+    ck_assert_int_eq(txn_read(&b, "k", 1, &cur), TXN_OK);
+    ts = cur.meta.ts;
+    txn_current_release(&cur);
+    ck_assert(txn_expire(&b, "k", 1, ts));
+    ck_assert(!_get(&b, "k", v, sizeof(v)));
+    /* A stripe this batch holds is never waited for. */
+    _put(&b, "k", "held");
+    ck_assert(!txn_expire(&b, "k", 1, 1));
+    txn_batch_deinit(&b);
+}
+END_TEST
+
+START_TEST(test_flush_state_persists)
+{
+    struct txn_batch b;
+    struct expiry_flush f;
+    char err[256];
+    char flush[160];
+
+    ck_assert_int_eq(txn_batch_init(&b, &eng, 1024), 0);
+    ck_assert_int_eq(txn_flush_all(&b, 0), TXN_OK);
+    ck_assert_int_eq(txn_flush_all(&b, 1000), TXN_OK);
+    txn_flush_state(&eng, &f);
+    ck_assert_uint_gt(f.applied_us, 0);
+    ck_assert_uint_gt(f.pending_us, f.applied_us);
+    txn_batch_deinit(&b);
+    /* A new engine over the same files loads the same state. */
+    struct txn_engine again;
+    snprintf(flush, sizeof(flush), "%s/t.tch.flush", dir);
+    ck_assert_int_eq(txn_engine_init(&again, store, &clk, 1, 64, flush, err,
+                                     sizeof(err)),
+                     0);
+    struct expiry_flush g;
+    txn_flush_state(&again, &g);
+    ck_assert_uint_eq(g.applied_us, f.applied_us);
+    ck_assert_uint_eq(g.pending_us, f.pending_us);
+    txn_engine_deinit(&again);
+}
+END_TEST
+
+static Suite *
+txn_suite(void)
+{
+    Suite *s = suite_create("txn");
+    TCase *tc = tcase_create("batch");
+    tcase_add_checked_fixture(tc, _setup, _teardown);
+    tcase_add_test(tc, test_commit_applies);
+    tcase_add_test(tc, test_t5_same_key_twice_sees_own_change);
+    tcase_add_test(tc, test_remove);
+    tcase_add_test(tc, test_large_record_read_beyond_scratch);
+    tcase_add_test(tc, test_t1_t4_no_lost_update_no_deadlock);
+    tcase_add_test(tc, test_expire_only_matching_stamp);
+    tcase_add_test(tc, test_flush_state_persists);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TEST_MAIN(txn_suite)

@@ -1,0 +1,132 @@
+/*
+ * kura: the command-line tool for kurad.
+ *
+ *   kura bench [options]     closed-loop load against a memcached-protocol
+ *                            server; prints ops/s and latency percentiles
+ *
+ * Each subcommand lives in its own file; this file only dispatches.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "config.h"
+
+static void
+_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: kura <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  bench     load a server and report throughput and latency\n"
+            "  version   print the version\n"
+            "\n"
+            "kura bench [--host H] [--port P] [--conns N] [--pipeline D]\n"
+            "           [--keyspace K] [--prefix S] [--reads PCT]\n"
+            "           [--value-size B] [--duration SEC | --ops N]\n"
+            "           [--connect] [--json]\n");
+}
+
+static int
+_cmd_bench(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"host", required_argument, NULL, 'h'},
+        {"port", required_argument, NULL, 'p'},
+        {"conns", required_argument, NULL, 'c'},
+        {"pipeline", required_argument, NULL, 'd'},
+        {"keyspace", required_argument, NULL, 'k'},
+        {"prefix", required_argument, NULL, 'x'},
+        {"reads", required_argument, NULL, 'r'},
+        {"value-size", required_argument, NULL, 'v'},
+        {"duration", required_argument, NULL, 't'},
+        {"ops", required_argument, NULL, 'n'},
+        {"connect", no_argument, NULL, 'C'},
+        {"json", no_argument, NULL, 'j'},
+        {NULL, 0, NULL, 0},
+    };
+    struct bench_opts o = {
+        .host = "127.0.0.1",
+        .port = 1978,
+        .conns = 64,
+        .pipeline = 1,
+        .keyspace = 13310000,
+        .prefix = "u:",
+        .read_pct = 0,
+        .value_size = 10,
+        .duration_s = 10,
+    };
+    bool json = false;
+    int ch;
+
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'h': o.host = optarg; break;
+        case 'p': o.port = atoi(optarg); break;
+        case 'c': o.conns = atoi(optarg); break;
+        case 'd': o.pipeline = atoi(optarg); break;
+        case 'k': o.keyspace = strtoull(optarg, NULL, 10); break;
+        case 'x': o.prefix = optarg; break;
+        case 'r': o.read_pct = atoi(optarg); break;
+        case 'v': o.value_size = strtoull(optarg, NULL, 10); break;
+        case 't': o.duration_s = atof(optarg); o.ops = 0; break;
+        case 'n': o.ops = strtoull(optarg, NULL, 10); o.duration_s = 0; break;
+        case 'C': o.connect_per_request = true; break;
+        case 'j': json = true; break;
+        default: _usage(stderr); return 2;
+        }
+    }
+    if (o.conns < 1 || o.pipeline < 1 || o.pipeline > 64 || o.keyspace < 1 ||
+        o.read_pct < 0 || o.read_pct > 100 ||
+        (o.duration_s <= 0 && o.ops == 0)) {
+        fprintf(stderr, "kura bench: invalid options\n");
+        return 2;
+    }
+    if (o.connect_per_request) {
+        o.pipeline = 1;
+    }
+    struct bench_result r;
+    if (bench_run(&o, &r) != 0) {
+        return 1;
+    }
+    if (json) {
+        printf("{\"ops\": %" PRIu64 ", \"errors\": %" PRIu64
+               ", \"seconds\": %.3f, \"ops_per_s\": %.0f, \"p50_us\": %" PRIu64
+               ", \"p99_us\": %" PRIu64 ", \"p999_us\": %" PRIu64
+               ", \"max_us\": %" PRIu64 ", \"connects\": %" PRIu64 "}\n",
+               r.ops, r.errors, r.seconds, r.ops_per_s, r.p50_us, r.p99_us,
+               r.p999_us, r.max_us, r.connects);
+    } else {
+        printf("ops %" PRIu64 " in %.2fs: %.0f ops/s  p50 %" PRIu64
+               "us  p99 %" PRIu64 "us  p999 %" PRIu64 "us  max %" PRIu64
+               "us  errors %" PRIu64 "\n",
+               r.ops, r.seconds, r.ops_per_s, r.p50_us, r.p99_us, r.p999_us,
+               r.max_us, r.errors);
+    }
+    return r.errors == 0 ? 0 : 1;
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "--help") == 0) {
+        _usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "bench") == 0) {
+        return _cmd_bench(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "version") == 0) {
+        printf("kura %s\n", PACKAGE_VERSION);
+        return 0;
+    }
+    fprintf(stderr, "kura: unknown command '%s'\n", argv[1]);
+    _usage(stderr);
+    return 2;
+}

@@ -1,0 +1,63 @@
+# deps.sh: make sure the Debian packages a step needs are installed.
+#
+#   . tools/lib/deps.sh
+#   kura_need_packages pkg...
+#
+# As root, missing packages are installed with apt-get (refreshing the
+# package lists once if the first attempt fails). Otherwise the function
+# prints the exact command to run and exits 1.
+
+kura_missing_packages() {
+    local pkg
+    for pkg in "$@"; do
+        if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null |
+            grep -q 'install ok installed'; then
+            printf '%s ' "$pkg"
+        fi
+    done
+}
+
+kura_need_packages() {
+    local missing
+    missing=$(kura_missing_packages "$@")
+    [ -z "$missing" ] && return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "kura: missing Debian packages: $missing" >&2
+        echo "kura: install them with: sudo apt-get install -y $missing" >&2
+        exit 1
+    fi
+    echo "kura: installing $missing" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    # shellcheck disable=SC2086
+    if ! apt-get install -y -q --no-install-recommends $missing >&2; then
+        apt-get update -q >&2
+        # shellcheck disable=SC2086
+        apt-get install -y -q --no-install-recommends $missing >&2
+    fi
+}
+
+# Packages needed to build kurad and the kura tool.
+KURA_BUILD_PACKAGES="gcc make autoconf automake libtool pkg-config
+    libtokyocabinet-dev libevent-dev check"
+# Clients the integration tests drive kurad with.
+KURA_TEST_PACKAGES="libmemcached-tools python3 python3-pymemcache
+    libcache-memcached-fast-perl procps"
+
+# Configures (once) and builds in directory $1 with configure flags $2...
+kura_build() {
+    local dir=$1
+    shift
+    local top
+    top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+    if [ ! -x "$top/configure" ] || [ "$top/configure.ac" -nt "$top/configure" ] ||
+        [ "$top/Makefile.am" -nt "$top/Makefile.in" ]; then
+        (cd "$top" && autoreconf -fi >&2)
+    fi
+    mkdir -p "$dir"
+    local stamp="$dir/.configured-with"
+    if [ ! -f "$dir/Makefile" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$*" ]; then
+        (cd "$dir" && "$top/configure" -q "$@" >&2)
+        echo "$*" > "$stamp"
+    fi
+    make -C "$dir" -j"$(nproc)" -s >&2
+}
