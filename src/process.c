@@ -444,7 +444,7 @@ _stats_general(struct process_ctx *ctx, struct buf *out)
     ok = ok && reply_stat(out, "rusage_system", "%ld.%06ld",
                           (long)ru.ru_stime.tv_sec, (long)ru.ru_stime.tv_usec);
     ok = ok && reply_stat(out, "max_connections", "%u",
-                          env->settings->maxconn);
+                          snap.max_connections);
     ok = ok && reply_stat(out, "curr_connections", "%" PRIu64,
                           snap.curr_connections);
     ok = ok && reply_stat(out, "total_connections", "%" PRIu64,

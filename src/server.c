@@ -57,6 +57,7 @@ struct server {
     struct event *sig_int;
     struct event *sig_hup;
     int64_t started_s;
+    uint32_t maxconn; /* -maxconn, lowered to fit the descriptor limit */
     pthread_mutex_t baseline_lock;
     uint64_t baseline[STATS_COUNT]; /* counters at the last stats reset */
     uint64_t total_conns_baseline;
@@ -92,6 +93,7 @@ _snapshot(void *arg, struct stats_snapshot *snap)
     snap->listen_disabled_num = atomic_load(&srv->listener.disabled_count);
     snap->accepting_conns = atomic_load(&srv->listener.accepting);
     snap->threads = srv->nworkers;
+    snap->max_connections = srv->maxconn;
     for (int i = 0; i < srv->nworkers; i++) {
         snap->commits += atomic_load(&srv->workers[i].batch.commits);
         snap->early_commits +=
@@ -234,15 +236,18 @@ _start(struct server *srv, char *err, size_t errlen)
                  strerror(errno));
         return -1;
     }
-    uint64_t want = (uint64_t)s->maxconn + (uint64_t)s->thnum * 4 + 64;
+    /* Descriptors beyond the clients: listeners, eventfds, db, logs. */
+    uint64_t reserve = (uint64_t)s->thnum * 4 + 64;
+    uint64_t want = (uint64_t)s->maxconn + reserve;
     uint64_t got = daemon_raise_nofile(want);
+    srv->maxconn = s->maxconn;
     if (got < want) {
+        srv->maxconn = got > reserve ? (uint32_t)(got - reserve) : 1;
         log_warn(&srv->log,
-                 "file descriptor limit is %llu, below the %llu needed for "
-                 "-maxconn %u; raise the hard limit (ulimit -Hn) or lower "
-                 "-maxconn",
-                 (unsigned long long)got, (unsigned long long)want,
-                 s->maxconn);
+                 "file descriptor limit is %llu: connection limit lowered "
+                 "from %u to %u (raise the hard limit, ulimit -Hn, to allow "
+                 "more)",
+                 (unsigned long long)got, s->maxconn, srv->maxconn);
     }
     if (_open_storage(srv, err, errlen) != 0) {
         return -1;
@@ -256,7 +261,7 @@ _start(struct server *srv, char *err, size_t errlen)
         return -1;
     }
     if (listener_open(&srv->listener, srv->base, s->host, s->port,
-                      srv->workers, srv->nworkers, s->maxconn,
+                      srv->workers, srv->nworkers, srv->maxconn,
                       &srv->shared.curr_conns, &srv->log, err,
                       errlen) != 0) {
         return -1;

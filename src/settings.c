@@ -10,13 +10,23 @@
 #include "cmdmask.h"
 #include "util.h"
 
+int
+settings_default_thnum(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) {
+        return 1;
+    }
+    return n > 64 ? 64 : (int)n;
+}
+
 void
 settings_init(struct settings *s)
 {
     memset(s, 0, sizeof(*s));
     util_strlcpy(s->host, SETTINGS_DEFAULT_HOST, sizeof(s->host));
     s->port = SETTINGS_DEFAULT_PORT;
-    s->thnum = SETTINGS_DEFAULT_THNUM;
+    s->thnum = settings_default_thnum();
     s->log_level = SETTINGS_LOG_INFO;
     s->ulim = SETTINGS_DEFAULT_ULIM;
     s->mport = SETTINGS_DEFAULT_PORT;
@@ -39,7 +49,7 @@ settings_usage(FILE *out, const char *prog)
         "\n"
         "  -host name     address to listen on (default %s; 0.0.0.0 for all)\n"
         "  -port num      TCP port (default %d); 0 makes -host a unix socket\n"
-        "  -thnum num     worker threads (default %d)\n"
+        "  -thnum num     worker threads (default: one per CPU, here %d)\n"
         "  -tout num      close connections idle for num seconds (default: never)\n"
         "  -dmn           run as a daemon\n"
         "  -pid path      pid file (default %s with -dmn)\n"
@@ -61,7 +71,7 @@ settings_usage(FILE *out, const char *prog)
         "                 #xmsiz=N#dfunit=N], or * for memory only\n"
         "                 (default %s)\n",
         prog, prog, SETTINGS_DEFAULT_HOST, SETTINGS_DEFAULT_PORT,
-        SETTINGS_DEFAULT_THNUM, SETTINGS_DEFAULT_PID, SETTINGS_DEFAULT_PORT,
+        settings_default_thnum(), SETTINGS_DEFAULT_PID, SETTINGS_DEFAULT_PORT,
         SETTINGS_DEFAULT_MAXCONN, SETTINGS_DEFAULT_DB);
 }
 

@@ -60,6 +60,7 @@ struct stats_counters {
 struct stats_snapshot {
     uint64_t counters[STATS_COUNT]; /* summed over workers */
     int64_t started_s;              /* unix time the server started */
+    uint32_t max_connections; /* effective connection limit */
     uint64_t curr_connections;
     uint64_t total_connections;
     uint64_t rejected_connections;

@@ -37,11 +37,11 @@ kura_need_packages() {
 }
 
 # Packages needed to build kurad and the kura tool.
-KURA_BUILD_PACKAGES="gcc make autoconf automake libtool pkg-config
+KURA_BUILD_PACKAGES="gcc make autoconf automake pkg-config
     libtokyocabinet-dev libevent-dev check"
 # Clients the integration tests drive kurad with.
 KURA_TEST_PACKAGES="libmemcached-tools python3 python3-pymemcache
-    libcache-memcached-fast-perl procps"
+    libcache-memcached-fast-perl"
 
 # Configures (once) and builds in directory $1 with configure flags $2...
 kura_build() {
