@@ -119,7 +119,6 @@ _retrieve(struct process_ctx *ctx, const struct proto_request *req,
         st = touch ? txn_begin_key(ctx->batch, key, nkey, &cur)
                    : txn_read(ctx->batch, key, nkey, &cur);
         if (st != TXN_OK) {
-            txn_current_release(&cur);
             return _txn_error(ctx, req, out, st);
         }
         enum visibility vis = _visibility(&cur, &n);
@@ -179,7 +178,6 @@ _store(struct process_ctx *ctx, const struct proto_request *req,
     _now(ctx, &n);
     enum txn_status st = txn_begin_key(ctx->batch, req->key, req->nkey, &cur);
     if (st != TXN_OK) {
-        txn_current_release(&cur);
         return _txn_error(ctx, req, out, st);
     }
     bool present = _visibility(&cur, &n) == VISIBLE;
@@ -259,7 +257,6 @@ _delete(struct process_ctx *ctx, const struct proto_request *req,
     _now(ctx, &n);
     enum txn_status st = txn_begin_key(ctx->batch, req->key, req->nkey, &cur);
     if (st != TXN_OK) {
-        txn_current_release(&cur);
         return _txn_error(ctx, req, out, st);
     }
     bool present = _visibility(&cur, &n) == VISIBLE;
@@ -331,7 +328,6 @@ _arith(struct process_ctx *ctx, const struct proto_request *req,
     _now(ctx, &n);
     enum txn_status st = txn_begin_key(ctx->batch, req->key, req->nkey, &cur);
     if (st != TXN_OK) {
-        txn_current_release(&cur);
         return _txn_error(ctx, req, out, st);
     }
     if (_visibility(&cur, &n) != VISIBLE) {
@@ -383,7 +379,6 @@ _touch(struct process_ctx *ctx, const struct proto_request *req,
     _now(ctx, &n);
     enum txn_status st = txn_begin_key(ctx->batch, req->key, req->nkey, &cur);
     if (st != TXN_OK) {
-        txn_current_release(&cur);
         return _txn_error(ctx, req, out, st);
     }
     if (_visibility(&cur, &n) != VISIBLE) {

@@ -320,10 +320,13 @@ _parse_storage(struct proto_parser *p, struct proto_request *req,
     return PROTO_OK;
 }
 
-/* incr|decr <key> <delta> [noreply] */
+/*
+ * The common shape of "<cmd> <key> <arg> [noreply]" (incr, decr, touch):
+ * checks the word count, noreply and the key. Returns PROTO_OK or a failure.
+ */
 static enum proto_status
-_parse_arith(struct proto_parser *p, struct proto_request *req,
-             const struct token *tok, size_t ntok)
+_parse_key_arg(struct proto_parser *p, struct proto_request *req,
+               const struct token *tok, size_t ntok)
 {
     if (ntok != 3 && ntok != 4) {
         return _fail(p, PROTO_ERR_UNKNOWN_COMMAND, false);
@@ -334,10 +337,19 @@ _parse_arith(struct proto_parser *p, struct proto_request *req,
     if (!proto_key_valid(req->key, req->nkey)) {
         return _fail(p, PROTO_ERR_FORMAT, req->noreply);
     }
-    if (!_read_u64(&tok[2], &req->delta)) {
+    return PROTO_OK;
+}
+
+/* incr|decr <key> <delta> [noreply] */
+static enum proto_status
+_parse_arith(struct proto_parser *p, struct proto_request *req,
+             const struct token *tok, size_t ntok)
+{
+    enum proto_status st = _parse_key_arg(p, req, tok, ntok);
+    if (st == PROTO_OK && !_read_u64(&tok[2], &req->delta)) {
         return _fail(p, PROTO_ERR_DELTA, req->noreply);
     }
-    return PROTO_OK;
+    return st;
 }
 
 /* touch <key> <exptime> [noreply] */
@@ -345,19 +357,11 @@ static enum proto_status
 _parse_touch(struct proto_parser *p, struct proto_request *req,
              const struct token *tok, size_t ntok)
 {
-    if (ntok != 3 && ntok != 4) {
-        return _fail(p, PROTO_ERR_UNKNOWN_COMMAND, false);
-    }
-    req->noreply = ntok == 4 && _is_noreply(&tok[3]);
-    req->key = tok[1].s;
-    req->nkey = tok[1].len;
-    if (!proto_key_valid(req->key, req->nkey)) {
-        return _fail(p, PROTO_ERR_FORMAT, req->noreply);
-    }
-    if (!_read_i32_truncated(&tok[2], &req->exptime)) {
+    enum proto_status st = _parse_key_arg(p, req, tok, ntok);
+    if (st == PROTO_OK && !_read_i32_truncated(&tok[2], &req->exptime)) {
         return _fail(p, PROTO_ERR_EXPTIME, req->noreply);
     }
-    return PROTO_OK;
+    return st;
 }
 
 /* delete <key> [0] [noreply]; the "0" is accepted for old clients. */

@@ -144,8 +144,8 @@ void txn_batch_on_abort(struct txn_batch *b, txn_abort_fn fn, void *arg);
 /*
  * Reads the committed record of `key` without locking it, for commands
  * that only read. Commits the batch first if it holds the key's stripe
- * (T5). Returns TXN_OK (check cur->found) or TXN_EIO.
- * Release `cur` with txn_current_release().
+ * (T5). Returns TXN_OK (check cur->found; release `cur` with
+ * txn_current_release()) or TXN_EIO (`cur` then holds nothing).
  */
 enum txn_status txn_read(struct txn_batch *b, const char *key, size_t nkey,
                          struct txn_current *cur);
@@ -153,7 +153,7 @@ enum txn_status txn_read(struct txn_batch *b, const char *key, size_t nkey,
 /*
  * Locks `key` for writing (T4, T5) and reads its committed record into
  * `*cur`. The lock stays held until the batch commits. Returns TXN_OK,
- * TXN_EREADONLY or TXN_EIO (nothing is then locked for this key).
+ * TXN_EREADONLY or TXN_EIO; on failure `cur` holds nothing to release.
  */
 enum txn_status txn_begin_key(struct txn_batch *b, const char *key,
                               size_t nkey, struct txn_current *cur);
