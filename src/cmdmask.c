@@ -91,7 +91,7 @@ _lookup(const char *name, size_t len, uint64_t *bits)
         }
     }
     if (proto_cmd_lookup(lower, len, &cmd) && cmd != PROTO_CMD_VERSION &&
-        cmd != PROTO_CMD_QUIT) {
+        cmd != PROTO_CMD_QUIT && cmd != PROTO_CMD_REPL) {
         *bits = cmdmask_bit(cmd);
         return true;
     }
@@ -135,7 +135,7 @@ cmdmask_format(uint64_t mask, char *out, size_t outlen)
 
     out[0] = '\0';
     for (int i = 0; i < PROTO_CMD_COUNT; i++) {
-        if (mask & cmdmask_bit((enum proto_cmd)i)) {
+        if (i != PROTO_CMD_REPL && (mask & cmdmask_bit((enum proto_cmd)i))) {
             int w = snprintf(out + n, outlen - n, "%s%s", n > 0 ? "," : "",
                              proto_cmd_name((enum proto_cmd)i));
             if (w < 0 || (size_t)w >= outlen - n) {

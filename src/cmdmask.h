@@ -33,9 +33,10 @@
 
 #include "proto.h"
 
-/* Bits past the protocol commands. */
-#define CMDMASK_REPL ((uint64_t)1 << 40)  /* serve the log to peers */
-#define CMDMASK_SLAVE ((uint64_t)1 << 41) /* replicate from -mhost */
+/* Serving the update log to peers is the REPL command's bit. */
+#define CMDMASK_REPL ((uint64_t)1 << PROTO_CMD_REPL)
+/* Past the protocol commands: replicating from -mhost. */
+#define CMDMASK_SLAVE ((uint64_t)1 << 41)
 
 /* The bit of a protocol command. */
 static inline uint64_t

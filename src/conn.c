@@ -26,8 +26,12 @@ struct conn {
     struct buf out;
     struct proto_parser parser;
     size_t cursor; /* progress through a multi-key get */
+    bool wrote;        /* staged writes since its output was last sent */
+    uint64_t need_lsn; /* log position its queued output depends on */
+    enum conn_state after_sync; /* state to return to from SYNCING */
     bool on_send_list;
     struct conn *send_next;
+    struct conn *sync_next;
     struct conn *dead_next;
     struct conn *prev;
     struct conn *next;
@@ -37,6 +41,7 @@ const char *const conn_state_names[CONN_STATE_COUNT] = {
     [CONN_READING] = "reading",
     [CONN_DRAINING] = "draining",
     [CONN_CLOSING] = "closing",
+    [CONN_SYNCING] = "syncing",
     [CONN_CLOSED] = "closed",
 };
 
@@ -73,9 +78,12 @@ _set_state(struct conn *c, enum conn_state next)
     /* Allowed moves, per the diagram in conn.h. */
     static const unsigned allowed[CONN_STATE_COUNT] = {
         [CONN_READING] = 1u << CONN_DRAINING | 1u << CONN_CLOSING |
-                         1u << CONN_CLOSED,
-        [CONN_DRAINING] = 1u << CONN_READING | 1u << CONN_CLOSED,
-        [CONN_CLOSING] = 1u << CONN_CLOSED,
+                         1u << CONN_SYNCING | 1u << CONN_CLOSED,
+        [CONN_DRAINING] = 1u << CONN_READING | 1u << CONN_SYNCING |
+                          1u << CONN_CLOSED,
+        [CONN_CLOSING] = 1u << CONN_SYNCING | 1u << CONN_CLOSED,
+        [CONN_SYNCING] = 1u << CONN_READING | 1u << CONN_DRAINING |
+                         1u << CONN_CLOSING | 1u << CONN_CLOSED,
         [CONN_CLOSED] = 0,
     };
     if (!(allowed[c->state] & (1u << next))) {
@@ -89,6 +97,15 @@ _close(struct conn *c)
 {
     if (c->state == CONN_CLOSED) {
         return;
+    }
+    if (c->state == CONN_SYNCING) {
+        struct conn **link = &c->h->sync_head;
+        while (*link != NULL && *link != c) {
+            link = &(*link)->sync_next;
+        }
+        if (*link == c) {
+            *link = c->sync_next;
+        }
     }
     _set_state(c, CONN_CLOSED);
     _set_events(c, 0);
@@ -113,7 +130,9 @@ _free(struct conn *c)
     if (c->ev_flags != 0) {
         event_del(&c->ev);
     }
-    close(c->fd);
+    if (c->fd >= 0) {
+        close(c->fd);
+    }
     buf_deinit(&c->in);
     buf_deinit(&c->out);
     free(c);
@@ -163,12 +182,29 @@ conn_abort(struct conn *c)
     _close(c);
 }
 
+/* Gives the socket to the replication layer and forgets it. */
+static void
+_handoff(struct conn *c, const struct proto_request *req)
+{
+    struct conn_host *h = c->h;
+    int fd = c->fd;
+
+    _set_events(c, 0);
+    c->fd = -1;
+    if (h->handoff == NULL || h->handoff(h->handoff_arg, fd, req) != 0) {
+        close(fd);
+    }
+    buf_reset(&c->out);
+    _close(c);
+}
+
 /* Runs buffered requests until input runs out or the client must wait. */
 static void
 _process(struct conn *c)
 {
     struct conn_host *h = c->h;
     int handled = 0;
+    uint64_t staged = h->pctx->batch->staged_total;
 
     txn_batch_set_owner(h->pctx->batch, c);
     while (c->state == CONN_READING) {
@@ -217,9 +253,15 @@ _process(struct conn *c)
         } else if (r == PROCESS_FATAL) {
             _close(c);
             return;
+        } else if (r == PROCESS_HANDOFF) {
+            _handoff(c, &req);
+            return;
         }
     }
     buf_shrink(&c->in, CONN_BUF_KEEP);
+    if (h->pctx->batch->staged_total != staged) {
+        c->wrote = true;
+    }
     if (buf_len(&c->out) > 0 || c->state == CONN_CLOSING) {
         _queue_send(c);
     }
@@ -258,10 +300,41 @@ _read(struct conn *c)
     _process(c);
 }
 
+/*
+ * Parks the connection in SYNCING if its output answers writes the log has
+ * not made durable yet (T3). Returns true if it was parked.
+ */
+static bool
+_park_until_durable(struct conn *c)
+{
+    struct conn_host *h = c->h;
+
+    if (c->wrote) {
+        c->wrote = false;
+        c->need_lsn = h->pctx->batch->last_lsn;
+    }
+    if (h->durable == NULL || c->need_lsn == 0 ||
+        h->durable(h->sync_arg, c->need_lsn)) {
+        return false;
+    }
+    if (c->state != CONN_SYNCING) {
+        c->after_sync = c->state;
+        _set_state(c, CONN_SYNCING);
+        _set_events(c, 0);
+        c->sync_next = h->sync_head;
+        h->sync_head = c;
+    }
+    h->want_sync(h->sync_arg, c->need_lsn);
+    return true;
+}
+
 /* Sends queued output; called only after the pass's writes committed. */
 static void
 _flush(struct conn *c)
 {
+    if (_park_until_durable(c)) {
+        return;
+    }
     while (buf_len(&c->out) > 0) {
         ssize_t n = send(c->fd, buf_head(&c->out), buf_len(&c->out),
                          MSG_NOSIGNAL);
@@ -330,6 +403,26 @@ conn_host_end_pass(struct conn_host *h)
         struct conn *c = h->dead_head;
         h->dead_head = c->dead_next;
         _free(c);
+    }
+}
+
+void
+conn_host_synced(struct conn_host *h)
+{
+    struct conn **link = &h->sync_head;
+    while (*link != NULL) {
+        struct conn *c = *link;
+        if (c->state == CONN_SYNCING &&
+            !h->durable(h->sync_arg, c->need_lsn)) {
+            link = &c->sync_next;
+            continue;
+        }
+        *link = c->sync_next;
+        if (c->state == CONN_SYNCING) {
+            c->need_lsn = 0;
+            _set_state(c, c->after_sync);
+            _queue_send(c); /* sent at the end of the pass */
+        }
     }
 }
 

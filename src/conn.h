@@ -42,6 +42,7 @@ enum conn_state {
     CONN_READING,
     CONN_DRAINING,
     CONN_CLOSING,
+    CONN_SYNCING,
     CONN_CLOSED,
     CONN_STATE_COUNT
 };
@@ -62,7 +63,19 @@ struct conn_host {
     struct conn *all;              /* every connection not yet freed */
     struct conn *send_head;        /* output waiting for the end of pass */
     struct conn *dead_head;        /* closed, freed at the end of pass */
+    struct conn *sync_head;        /* SYNCING, waiting for durability */
     uint64_t nconns;
+    /*
+     * Takes over the socket of a replication peer that sent REPL (the
+     * request points into the connection's buffer; copy what is needed).
+     * Returns 0 if it took the descriptor; otherwise it is closed here.
+     */
+    int (*handoff)(void *arg, int fd, const struct proto_request *req);
+    void *handoff_arg;
+    /* Durability of the update log; NULL when there is none. */
+    bool (*durable)(void *arg, uint64_t lsn);
+    void (*want_sync)(void *arg, uint64_t lsn);
+    void *sync_arg;
 };
 
 /* Initialises an empty host. */
@@ -86,6 +99,13 @@ void conn_abort(struct conn *c);
  * reply, then frees the connections closed during the pass.
  */
 void conn_host_end_pass(struct conn_host *h);
+
+/*
+ * Queues for sending the output of SYNCING connections whose writes became
+ * durable; it goes out at the end of the pass. Called when the update
+ * log's sync thread reports progress.
+ */
+void conn_host_synced(struct conn_host *h);
 
 /*
  * Closes every connection (shutdown). Their queued output is sent first,

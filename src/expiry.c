@@ -70,11 +70,16 @@ expiry_flush_apply(struct expiry_flush *f, uint64_t stamp_us,
         if (stamp_us > f->applied_us) {
             f->applied_us = stamp_us;
         }
-        f->pending_us = 0;
-    } else {
+        if (f->pending_stamp < stamp_us) {
+            f->pending_us = 0;
+            f->pending_stamp = 0;
+        }
+    } else if (stamp_us > f->pending_stamp && stamp_us > f->applied_us) {
         f->pending_us = deadline_us;
+        f->pending_stamp = stamp_us;
     }
-    return old.applied_us != f->applied_us || old.pending_us != f->pending_us;
+    return old.applied_us != f->applied_us || old.pending_us != f->pending_us ||
+           old.pending_stamp != f->pending_stamp;
 }
 
 bool
@@ -87,5 +92,6 @@ expiry_flush_settle(struct expiry_flush *f, uint64_t now_us)
         f->applied_us = f->pending_us;
     }
     f->pending_us = 0;
+    f->pending_stamp = 0;
     return true;
 }

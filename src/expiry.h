@@ -39,10 +39,15 @@ uint32_t expiry_absolute(int64_t exptime, int64_t now_s);
 /* True if a record whose stored expiry is `abs` is expired at `now_s`. */
 bool expiry_expired(uint32_t abs, int64_t now_s);
 
-/* The flush_all state, in write-stamp microseconds; 0 = none. */
+/*
+ * The flush_all state, in write-stamp microseconds; 0 = none. Flushes from
+ * two replicating servers combine the same in any order: the applied point
+ * only grows, and of two pending flushes the one issued later wins.
+ */
 struct expiry_flush {
-    uint64_t applied_us; /* records stamped at or before it are invalid */
-    uint64_t pending_us; /* a delayed flush's deadline, not yet reached */
+    uint64_t applied_us;    /* records stamped at or before it are invalid */
+    uint64_t pending_us;    /* a delayed flush's deadline, not yet reached */
+    uint64_t pending_stamp; /* when that delayed flush was issued */
 };
 
 /*
@@ -60,8 +65,11 @@ bool expiry_flushed(const struct expiry_flush *f, uint64_t ts_us,
 uint64_t expiry_flush_deadline(int64_t delay_s, uint64_t now_us);
 
 /*
- * Applies a flush to `f`: an immediate one (`deadline_us` 0) at stamp
- * `stamp_us`, or a delayed one. Returns true if `f` changed.
+ * Applies a flush issued at write stamp `stamp_us` to `f`: an immediate one
+ * (`deadline_us` 0) or a delayed one. An immediate flush cancels a pending
+ * one issued before it; a delayed flush replaces a pending one issued
+ * before it and is ignored if issued before the applied point. Returns
+ * true if `f` changed.
  */
 bool expiry_flush_apply(struct expiry_flush *f, uint64_t stamp_us,
                         uint64_t deadline_us);

@@ -79,6 +79,8 @@ _txn_error(struct process_ctx *ctx, const struct proto_request *req,
         return _result(_reply(req, out, REPLY_SERVER_ERROR_READONLY));
     case TXN_ENOMEM:
         return _result(_reply(req, out, REPLY_SERVER_ERROR_OOM));
+    case TXN_ENOSPC:
+        return _result(_reply(req, out, REPLY_SERVER_ERROR_NOSPACE));
     default:
         return _result(_reply(req, out, REPLY_SERVER_ERROR_IO));
     }
@@ -412,6 +414,85 @@ _flush_all(struct process_ctx *ctx, const struct proto_request *req,
     return _result(_reply(req, out, REPLY_OK));
 }
 
+/* Update log and replication figures, per peer. */
+static bool
+_stats_replication(const struct stats_snapshot *snap, struct buf *out)
+{
+    bool ok = true;
+    const struct ulog_stats *u = &snap->ulog;
+    uint64_t now_us = util_now_us();
+
+    if (snap->has_ulog) {
+        ok = ok && reply_stat(out, "kura_ulog_segments", "%u", u->segments);
+        ok = ok && reply_stat(out, "kura_ulog_bytes", "%" PRIu64, u->bytes);
+        ok = ok && reply_stat(out, "kura_ulog_last_lsn", "%" PRIu64,
+                              u->last_lsn);
+        ok = ok && reply_stat(out, "kura_ulog_last_seq", "%" PRIu64,
+                              u->last_seq);
+        ok = ok && reply_stat(out, "kura_ulog_durable_lsn", "%" PRIu64,
+                              u->synced_lsn);
+        ok = ok && reply_stat(out, "kura_ulog_checkpoint_lsn", "%" PRIu64,
+                              u->checkpoint_lsn);
+        ok = ok && reply_stat(out, "kura_ulog_oldest_lsn", "%" PRIu64,
+                              u->oldest_lsn);
+        ok = ok && reply_stat(out, "kura_ulog_group_writes", "%" PRIu64,
+                              u->appends);
+        ok = ok && reply_stat(out, "kura_ulog_records", "%" PRIu64,
+                              u->records);
+        ok = ok && reply_stat(out, "kura_ulog_syncs", "%" PRIu64, u->syncs);
+        ok = ok && reply_stat(out, "kura_ulog_checkpoints", "%" PRIu64,
+                              u->checkpoints);
+        ok = ok && reply_stat(out, "kura_ulog_segments_removed", "%" PRIu64,
+                              u->purged);
+        ok = ok && reply_stat(out, "kura_ulog_failed", "%d", u->failed ? 1 : 0);
+    }
+    if (snap->has_master) {
+        const struct repl_slave_stats *m = &snap->master;
+        ok = ok && reply_stat(out, "kura_repl_master_connected", "%d",
+                              m->connected ? 1 : 0);
+        ok = ok && reply_stat(out, "kura_repl_master_sid", "%u",
+                              m->master_sid);
+        ok = ok && reply_stat(out, "kura_repl_master_lag_seconds", "%.3f",
+                              m->lag_seconds);
+        ok = ok && reply_stat(out, "kura_repl_master_lag_records", "%" PRIu64,
+                              m->lag_records);
+        ok = ok && reply_stat(out, "kura_repl_master_applied_lsn", "%" PRIu64,
+                              m->applied_lsn);
+        ok = ok && reply_stat(out, "kura_repl_master_log_lsn", "%" PRIu64,
+                              m->master_lsn);
+        ok = ok && reply_stat(out, "kura_repl_master_received", "%" PRIu64,
+                              m->received);
+        ok = ok && reply_stat(out, "kura_repl_master_applied", "%" PRIu64,
+                              m->applied);
+        ok = ok && reply_stat(out, "kura_repl_master_resyncs", "%" PRIu64,
+                              m->resyncs);
+        ok = ok && reply_stat(out, "kura_repl_master_connects", "%" PRIu64,
+                              m->connects);
+    }
+    ok = ok && reply_stat(out, "kura_repl_peers", "%d", snap->npeers);
+    for (int i = 0; ok && i < snap->npeers; i++) {
+        const struct repl_peer_stats *p = &snap->peers[i];
+        char name[64];
+        uint64_t lag_records = u->last_seq > p->acked_seq
+                                   ? u->last_seq - p->acked_seq
+                                   : 0;
+        double lag_s = p->acked_lsn < u->last_lsn && now_us > p->acked_lsn
+                           ? (double)(now_us - p->acked_lsn) / 1e6
+                           : 0.0;
+#define PEER_STAT(field, fmt, value)                                         \
+    (snprintf(name, sizeof(name), "kura_repl_peer_%u_" field, p->sid),       \
+     reply_stat(out, name, fmt, value))
+        ok = ok && PEER_STAT("connected", "%d", p->connected ? 1 : 0);
+        ok = ok && PEER_STAT("acked_lsn", "%" PRIu64, p->acked_lsn);
+        ok = ok && PEER_STAT("lag_records", "%" PRIu64, lag_records);
+        ok = ok && PEER_STAT("lag_seconds", "%.3f", lag_s);
+        ok = ok && PEER_STAT("sent", "%" PRIu64, p->sent);
+        ok = ok && PEER_STAT("resyncs", "%" PRIu64, p->resyncs);
+#undef PEER_STAT
+    }
+    return ok;
+}
+
 static bool
 _stats_general(struct process_ctx *ctx, struct buf *out)
 {
@@ -476,6 +557,9 @@ _stats_general(struct process_ctx *ctx, struct buf *out)
                           fl.applied_us);
     ok = ok && reply_stat(out, "kura_flush_pending_us", "%" PRIu64,
                           fl.pending_us);
+    ok = ok && reply_stat(out, "kura_tombstones_dropped", "%" PRIu64,
+                          snap.tombstones_dropped);
+    ok = ok && _stats_replication(&snap, out);
     return ok && reply_code(out, REPLY_END);
 }
 
@@ -509,6 +593,16 @@ _stats_settings(struct process_ctx *ctx, struct buf *out)
     ok = ok && reply_stat(out, "kura_mhost", "%s",
                           s->mhost[0] ? s->mhost : "(none)");
     ok = ok && reply_stat(out, "kura_mport", "%d", s->mport);
+    ok = ok && reply_stat(out, "kura_rts", "%s",
+                          s->rts_path[0] ? s->rts_path : "(none)");
+    ok = ok && reply_stat(out, "kura_ukeep", "%u", s->ukeep);
+    if (s->fsync == ULOG_FSYNC_INTERVAL) {
+        ok = ok && reply_stat(out, "kura_fsync", "%ums", s->fsync_ms);
+    } else {
+        ok = ok && reply_stat(out, "kura_fsync", "%s",
+                              s->fsync == ULOG_FSYNC_ALWAYS ? "always"
+                                                            : "never");
+    }
     ok = ok && reply_stat(out, "kura_mask", "%s", mask);
     return ok && reply_code(out, REPLY_END);
 }
@@ -557,6 +651,10 @@ process_request(struct process_ctx *ctx, const struct proto_request *req,
 {
     if (!cmdmask_allows(ctx->env->settings->mask, req->cmd)) {
         stats_incr(ctx->stats, STATS_CMD_DENIED);
+        if (req->cmd == PROTO_CMD_REPL) {
+            return reply_code(out, REPLY_REPL_DENIED) ? PROCESS_CLOSE
+                                                      : PROCESS_FATAL;
+        }
         return _result(req->noreply || reply_denied(out, req->cmd));
     }
     switch (req->cmd) {
@@ -590,6 +688,8 @@ process_request(struct process_ctx *ctx, const struct proto_request *req,
         return PROCESS_CLOSE;
     case PROTO_CMD_STATS:
         return _stats(ctx, req, out);
+    case PROTO_CMD_REPL:
+        return PROCESS_HANDOFF;
     default:
         return _result(reply_code(out, REPLY_ERROR));
     }

@@ -54,6 +54,7 @@ enum process_result {
                       cursor once the output has drained */
     PROCESS_CLOSE, /* send what is queued, then close (quit) */
     PROCESS_FATAL, /* the reply could not be buffered; close now */
+    PROCESS_HANDOFF, /* a replication peer: hand the socket to repl */
 };
 
 /*

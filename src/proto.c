@@ -38,6 +38,7 @@ static const char *const cmd_names[PROTO_CMD_COUNT] = {
     [PROTO_CMD_FLUSH_ALL] = "flush_all",
     [PROTO_CMD_VERSION] = "version", [PROTO_CMD_VERBOSITY] = "verbosity",
     [PROTO_CMD_QUIT] = "quit",       [PROTO_CMD_STATS] = "stats",
+    [PROTO_CMD_REPL] = "REPL",
 };
 
 void
@@ -474,6 +475,7 @@ _parse_line(struct proto_parser *p, struct proto_request *req,
     case PROTO_CMD_GATS:
         return _parse_retrieval(p, req, buf, line_len, tok, ntok);
     case PROTO_CMD_STATS:
+    case PROTO_CMD_REPL:
         req->args = ntok > 1 ? tok[1].s : buf + line_len;
         req->args_len = (size_t)(buf + line_len - req->args);
         while (req->args_len > 0 && req->args[req->args_len - 1] == ' ') {

@@ -50,6 +50,7 @@ enum proto_cmd {
     PROTO_CMD_VERBOSITY,
     PROTO_CMD_QUIT,
     PROTO_CMD_STATS,
+    PROTO_CMD_REPL, /* "REPL ...": a peer asking for the update log */
     PROTO_CMD_COUNT
 };
 
@@ -102,7 +103,7 @@ struct proto_request {
     uint64_t delta;      /* incr, decr */
     int64_t delay;       /* flush_all, 0 when absent */
     uint32_t level;      /* verbosity */
-    const char *args;    /* stats: the text after "stats", may be empty */
+    const char *args;    /* stats, REPL: the text after the command */
     size_t args_len;
 };
 

@@ -34,8 +34,10 @@ static const struct line code_lines[REPLY_CODE_COUNT] = {
     [REPLY_SERVER_ERROR_READONLY] =
         LINE("SERVER_ERROR writes disabled after a storage failure"),
     [REPLY_SERVER_ERROR_OOM] = LINE("SERVER_ERROR out of memory"),
+    [REPLY_SERVER_ERROR_NOSPACE] = LINE("SERVER_ERROR out of disk space"),
     [REPLY_TOO_MANY_CONNECTIONS] =
         LINE("SERVER_ERROR too many open connections"),
+    [REPLY_REPL_DENIED] = LINE("REPL ERROR not allowed"),
 };
 
 static const struct line error_lines[PROTO_ERR_COUNT] = {

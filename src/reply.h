@@ -37,7 +37,9 @@ enum reply_code {
     REPLY_SERVER_ERROR_IO, /* SERVER_ERROR a write could not be made durable */
     REPLY_SERVER_ERROR_READONLY,
     REPLY_SERVER_ERROR_OOM,
+    REPLY_SERVER_ERROR_NOSPACE,
     REPLY_TOO_MANY_CONNECTIONS,
+    REPLY_REPL_DENIED, /* REPL refused by -mask repl */
     REPLY_CODE_COUNT
 };
 

@@ -7,7 +7,9 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <libgen.h>
+#include <inttypes.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +23,14 @@
 #include "log.h"
 #include "process.h"
 #include "record.h"
+#include "recovery.h"
+#include "repl_master.h"
+#include "repl_slave.h"
 #include "stats.h"
 #include "store.h"
 #include "sweeper.h"
 #include "txn.h"
+#include "ulog.h"
 #include "util.h"
 #include "worker.h"
 
@@ -34,6 +40,9 @@
 #define SERVER_STRIPES 65536
 #define SWEEPER_SLICE_KEYS 500
 #define SWEEPER_PAUSE_MS 100
+/* Checkpoints: at least this often, or after this much log. */
+#define CHECKPOINT_MS 10000
+#define CHECKPOINT_BYTES ((uint64_t)64 << 20)
 
 struct server {
     const struct settings *settings;
@@ -42,6 +51,9 @@ struct server {
     int notify_fd;
     struct store *store;
     struct clock clock;
+    struct ulog *ulog;
+    struct repl_master *master;  /* serves peers; with an update log */
+    struct repl_slave *slave;    /* follows -mhost */
     struct txn_engine eng;
     bool eng_ready;
     struct process_env penv;
@@ -99,6 +111,57 @@ _snapshot(void *arg, struct stats_snapshot *snap)
         snap->early_commits +=
             atomic_load(&srv->workers[i].batch.early_commits);
     }
+    snap->tombstones_dropped = atomic_load(&srv->sweeper.tombstones_dropped);
+    if (srv->ulog != NULL) {
+        snap->has_ulog = true;
+        ulog_stats(srv->ulog, &snap->ulog);
+    }
+    if (srv->slave != NULL) {
+        snap->has_master = true;
+        repl_slave_stats(srv->slave, &snap->master);
+    }
+    if (srv->master != NULL) {
+        snap->npeers = repl_master_stats(srv->master, snap->peers,
+                                         REPL_MAX_PEERS);
+    }
+}
+
+/* ulog callbacks: database sync for checkpoints, peers for retention. */
+static int
+_sync_db(void *arg)
+{
+    struct server *srv = arg;
+    return store_sync_data(srv->store);
+}
+
+static uint64_t
+_peers_acked(void *arg)
+{
+    struct server *srv = arg;
+    return srv->master != NULL ? repl_master_acked(srv->master) : UINT64_MAX;
+}
+
+/* Sweeper callback: what still needs tombstones (T6). */
+static void
+_tombstone_limits(void *arg, uint64_t *acked, uint64_t *source)
+{
+    struct server *srv = arg;
+    *acked = _peers_acked(srv);
+    *source = srv->slave != NULL ? repl_slave_applied(srv->slave) : UINT64_MAX;
+}
+
+/* A client sent REPL: hand its socket to the replication master. */
+static int
+_handoff(void *arg, int fd, const struct proto_request *req)
+{
+    struct server *srv = arg;
+    if (srv->master == NULL) {
+        static const char msg[] = "REPL ERROR this server has no update log\r\n";
+        ssize_t w = send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)w;
+        return -1;
+    }
+    return repl_master_accept(srv->master, fd, req->args, req->args_len);
 }
 
 static void
@@ -160,10 +223,44 @@ _ensure_parent_dir(const char *path, char *err, size_t errlen)
 }
 
 static int
+_open_ulog(struct server *srv, char *err, size_t errlen)
+{
+    const struct settings *s = srv->settings;
+    struct ulog_options o;
+    struct ulog_recovery rec;
+
+    memset(&o, 0, sizeof(o));
+    util_strlcpy(o.dir, s->ulog_path, sizeof(o.dir));
+    o.segment_max = s->ulim;
+    o.keep_segments = s->ukeep;
+    o.fsync = s->fsync;
+    o.fsync_ms = s->fsync_ms;
+    o.sid = s->sid;
+    o.checkpoint_ms = CHECKPOINT_MS;
+    o.checkpoint_bytes = CHECKPOINT_BYTES;
+    o.clock = &srv->clock;
+    o.log = &srv->log;
+    o.sync_db = _sync_db;
+    o.peers_acked = _peers_acked;
+    o.arg = srv;
+    srv->ulog = ulog_open(&o, &rec, err, errlen);
+    if (srv->ulog == NULL) {
+        return -1;
+    }
+    /* Stamps must sort after everything already logged (U1). */
+    clock_observe(&srv->clock, rec.last_lsn);
+    log_info(&srv->log, "update log %s: %u segment(s), last lsn %" PRIu64
+             ", checkpoint %" PRIu64, s->ulog_path, rec.segments,
+             rec.last_lsn, rec.checkpoint_lsn);
+    return 0;
+}
+
+static int
 _open_storage(struct server *srv, char *err, size_t errlen)
 {
     const struct settings *s = srv->settings;
     char flush_path[DBSPEC_PATH_MAX + 16] = "";
+    size_t scratch = s->item_max + RECORD_HEADER_MAX + 1;
 
     if (s->default_db && _ensure_parent_dir(s->db.path, err, errlen) != 0) {
         return -1;
@@ -176,11 +273,48 @@ _open_storage(struct server *srv, char *err, size_t errlen)
         snprintf(flush_path, sizeof(flush_path), "%s.flush", s->db.path);
     }
     clock_init(&srv->clock, 0);
-    if (txn_engine_init(&srv->eng, srv->store, &srv->clock, s->sid,
+    if (s->ulog_path[0] != '\0' && _open_ulog(srv, err, errlen) != 0) {
+        return -1;
+    }
+    if (txn_engine_init(&srv->eng, srv->store, &srv->clock, srv->ulog, s->sid,
                         SERVER_STRIPES, flush_path, err, errlen) != 0) {
         return -1;
     }
+    srv->eng.uas = s->uas;
     srv->eng_ready = true;
+    if (srv->ulog == NULL) {
+        return 0;
+    }
+    struct ulog_stats us;
+    struct recovery_result res;
+    ulog_stats(srv->ulog, &us);
+    if (recovery_redo(&srv->eng, srv->ulog, us.checkpoint_lsn, scratch, &res,
+                      &srv->log, err, errlen) != 0) {
+        return -1;
+    }
+    srv->master = repl_master_create(srv->ulog, srv->store, s->ulog_path,
+                                     s->sid, s->fsync == ULOG_FSYNC_ALWAYS,
+                                     &srv->log, err, errlen);
+    if (srv->master == NULL) {
+        return -1;
+    }
+    if (ulog_start(srv->ulog) != 0) {
+        snprintf(err, errlen, "cannot start the update log threads");
+        return -1;
+    }
+    if (s->mhost[0] != '\0') {
+        struct repl_slave_options ro;
+        memset(&ro, 0, sizeof(ro));
+        util_strlcpy(ro.host, s->mhost, sizeof(ro.host));
+        ro.port = s->mport;
+        ro.sid = s->sid;
+        util_strlcpy(ro.rts_path, s->rts_path, sizeof(ro.rts_path));
+        ro.scratch_cap = scratch;
+        srv->slave = repl_slave_create(&ro, &srv->eng, &srv->log, err, errlen);
+        if (srv->slave == NULL) {
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -197,6 +331,9 @@ _start_workers(struct server *srv, char *err, size_t errlen)
     srv->penv.arg = srv;
     srv->shared.penv = &srv->penv;
     srv->shared.eng = &srv->eng;
+    srv->shared.ulog = srv->ulog;
+    srv->shared.handoff = _handoff;
+    srv->shared.handoff_arg = srv;
     srv->shared.log = &srv->log;
     srv->shared.limits.max_line = PROTO_MAX_LINE_DEFAULT;
     srv->shared.limits.max_get_line = (size_t)1 << 20;
@@ -268,13 +405,18 @@ _start(struct server *srv, char *err, size_t errlen)
     }
     srv->listening = true;
     if (sweeper_init(&srv->sweeper, &srv->eng, &srv->log, SWEEPER_SLICE_KEYS,
-                     SWEEPER_PAUSE_MS,
-                     s->item_max + RECORD_HEADER_MAX + 1) != 0 ||
+                     SWEEPER_PAUSE_MS, s->item_max + RECORD_HEADER_MAX + 1,
+                     _tombstone_limits, srv) != 0 ||
         sweeper_start(&srv->sweeper) != 0) {
         snprintf(err, errlen, "cannot start the expiry sweeper");
         return -1;
     }
     srv->sweeping = true;
+    if (srv->slave != NULL && repl_slave_start(srv->slave) != 0) {
+        snprintf(err, errlen, "cannot start replication from %s:%d", s->mhost,
+                 s->mport);
+        return -1;
+    }
     srv->sig_term = evsignal_new(srv->base, SIGTERM, _on_signal, srv);
     srv->sig_int = evsignal_new(srv->base, SIGINT, _on_signal, srv);
     srv->sig_hup = evsignal_new(srv->base, SIGHUP, _on_signal, srv);
@@ -302,6 +444,10 @@ _stop(struct server *srv)
     for (int i = 0; i < srv->nworkers; i++) {
         worker_join(&srv->workers[i]);
     }
+    repl_slave_destroy(srv->slave);
+    srv->slave = NULL;
+    repl_master_destroy(srv->master);
+    srv->master = NULL;
     if (srv->sweeping) {
         sweeper_stop(&srv->sweeper);
     }
@@ -321,6 +467,9 @@ _stop(struct server *srv)
     if (srv->base != NULL) {
         event_base_free(srv->base);
     }
+    /* The final checkpoint: a clean start redoes nothing. */
+    ulog_close(srv->ulog);
+    srv->ulog = NULL;
     if (srv->eng_ready) {
         txn_engine_deinit(&srv->eng);
     }
@@ -412,10 +561,6 @@ server_run(const struct settings *settings)
              PACKAGE_VERSION, (long)getpid(), settings->host,
              settings->port == 0 ? "" : ":", settings->port,
              srv.nworkers, db);
-    if (settings->ulog_path[0] != '\0' || settings->mhost[0] != '\0') {
-        log_warn(&srv.log, "-ulog/-mhost are accepted but the update log and "
-                           "replication are not active in this build");
-    }
     daemon_notify(srv.notify_fd, NULL);
     srv.notify_fd = -1;
     event_base_dispatch(srv.base);

@@ -29,6 +29,10 @@ settings_init(struct settings *s)
     s->thnum = settings_default_thnum();
     s->log_level = SETTINGS_LOG_INFO;
     s->ulim = SETTINGS_DEFAULT_ULIM;
+    s->ukeep = SETTINGS_DEFAULT_UKEEP;
+    s->fsync = ULOG_FSYNC_ALWAYS;
+    s->fsync_ms = 1000;
+    s->sid = SETTINGS_DEFAULT_SID;
     s->mport = SETTINGS_DEFAULT_PORT;
     s->maxconn = SETTINGS_DEFAULT_MAXCONN;
     s->item_max = SETTINGS_DEFAULT_ITEM_MAX;
@@ -45,7 +49,7 @@ settings_usage(FILE *out, const char *prog)
         "        [-pid path] [-kl] [-log path] [-ld|-le] [-ulog path]\n"
         "        [-ulim num] [-uas] [-sid num] [-mhost name] [-mport num]\n"
         "        [-rts path] [-mask expr] [-unmask expr] [-maxconn num]\n"
-        "        [-itemmax size] [dbname]\n"
+        "        [-itemmax size] [-fsync policy] [-ukeep num] [dbname]\n"
         "\n"
         "  -host name     address to listen on (default %s; 0.0.0.0 for all)\n"
         "  -port num      TCP port (default %d); 0 makes -host a unix socket\n"
@@ -56,13 +60,17 @@ settings_usage(FILE *out, const char *prog)
         "  -kl            stop the process named by the pid file, then start\n"
         "  -log path      log file (default: standard error); SIGHUP reopens it\n"
         "  -ld | -le      log debug messages | log errors only\n"
-        "  -ulog path     update log directory\n"
+        "  -ulog path     update log directory (default: next to the database,\n"
+        "                 name.ulog; off for none)\n"
         "  -ulim num      update log segment size, e.g. 1024m (default 1g)\n"
+        "  -ukeep num     most segments kept for a lagging peer (default %d)\n"
         "  -uas           answer writes before logging them (see README)\n"
-        "  -sid num       server id, 1-65535 (required for replication)\n"
+        "  -fsync policy  always (default): every group commit is on disk\n"
+        "                 before its replies; N: every N ms; never\n"
+        "  -sid num       server id, 1-65535 (default %d; required with -mhost)\n"
         "  -mhost name    replication master host\n"
         "  -mport num     replication master port (default %d)\n"
-        "  -rts path      replication timestamp file\n"
+        "  -rts path      replication position file (default: ulog/rts)\n"
         "  -mask expr     refuse commands, e.g. allwrite or flush_all\n"
         "  -unmask expr   allow commands refused by an earlier -mask\n"
         "  -maxconn num   client connection limit (default %d)\n"
@@ -71,7 +79,8 @@ settings_usage(FILE *out, const char *prog)
         "                 #xmsiz=N#dfunit=N], or * for memory only\n"
         "                 (default %s)\n",
         prog, prog, SETTINGS_DEFAULT_HOST, SETTINGS_DEFAULT_PORT,
-        settings_default_thnum(), SETTINGS_DEFAULT_PID, SETTINGS_DEFAULT_PORT,
+        settings_default_thnum(), SETTINGS_DEFAULT_PID,
+        SETTINGS_DEFAULT_UKEEP, SETTINGS_DEFAULT_SID, SETTINGS_DEFAULT_PORT,
         SETTINGS_DEFAULT_MAXCONN, SETTINGS_DEFAULT_DB);
 }
 
@@ -181,6 +190,22 @@ _parse_valued(struct settings *s, const char *flag, const char *v, char *err,
             return false;
         }
         s->sid = (uint32_t)n;
+        s->sid_given = true;
+        return true;
+    }
+    if (strcmp(flag, "-ukeep") == 0) {
+        if (!_parse_num(flag, v, 1, 1000000, &n, err, errlen)) {
+            return false;
+        }
+        s->ukeep = (uint32_t)n;
+        return true;
+    }
+    if (strcmp(flag, "-fsync") == 0) {
+        if (!ulog_parse_fsync(v, &s->fsync, &s->fsync_ms)) {
+            snprintf(err, errlen, "-fsync %s: expected always, never or a "
+                     "number of milliseconds (1-60000)", v);
+            return false;
+        }
         return true;
     }
     if (strcmp(flag, "-mhost") == 0) {
@@ -227,7 +252,7 @@ _is_valued(const char *flag)
     static const char *const valued[] = {
         "-host", "-port", "-thnum", "-tout", "-pid", "-log", "-ulog",
         "-ulim", "-sid", "-mhost", "-mport", "-rts", "-mask", "-unmask",
-        "-maxconn", "-itemmax",
+        "-maxconn", "-itemmax", "-fsync", "-ukeep",
     };
     for (size_t i = 0; i < sizeof(valued) / sizeof(valued[0]); i++) {
         if (strcmp(flag, valued[i]) == 0) {
@@ -247,9 +272,26 @@ _validate(struct settings *s, char *err, size_t errlen)
     if (!dbspec_parse(s->dbname, &s->db, err, errlen)) {
         return false;
     }
-    if (s->mhost[0] != '\0' && s->sid == 0) {
+    if (s->mhost[0] != '\0' && !s->sid_given) {
         snprintf(err, errlen, "-mhost needs -sid: replication requires a "
                               "server id unique in the pair");
+        return false;
+    }
+    /* The update log lives next to the database unless told otherwise. */
+    if (strcmp(s->ulog_path, "off") == 0) {
+        s->ulog_path[0] = '\0';
+    } else if (s->ulog_path[0] == '\0' && s->db.kind == DBSPEC_HASH_FILE) {
+        size_t n = strlen(s->db.path);
+        snprintf(s->ulog_path, sizeof(s->ulog_path), "%.*s.ulog",
+                 (int)(n - 4), s->db.path);
+    }
+    if (s->mhost[0] != '\0' && s->ulog_path[0] == '\0') {
+        snprintf(err, errlen, "-mhost needs an update log (-ulog): a "
+                              "standby logs what it applies");
+        return false;
+    }
+    if (s->uas && s->ulog_path[0] == '\0') {
+        snprintf(err, errlen, "-uas needs an update log (-ulog)");
         return false;
     }
     if (s->port == 0 && s->host[0] != '/') {
@@ -269,10 +311,16 @@ _validate(struct settings *s, char *err, size_t errlen)
         !_absolutize(s->db.path, sizeof(s->db.path), err, errlen)) {
         return false;
     }
-    return _absolutize(s->pid_path, sizeof(s->pid_path), err, errlen) &&
-           _absolutize(s->log_path, sizeof(s->log_path), err, errlen) &&
-           _absolutize(s->ulog_path, sizeof(s->ulog_path), err, errlen) &&
-           _absolutize(s->rts_path, sizeof(s->rts_path), err, errlen);
+    if (!_absolutize(s->pid_path, sizeof(s->pid_path), err, errlen) ||
+        !_absolutize(s->log_path, sizeof(s->log_path), err, errlen) ||
+        !_absolutize(s->ulog_path, sizeof(s->ulog_path), err, errlen) ||
+        !_absolutize(s->rts_path, sizeof(s->rts_path), err, errlen)) {
+        return false;
+    }
+    if (s->rts_path[0] == '\0' && s->ulog_path[0] != '\0') {
+        snprintf(s->rts_path, sizeof(s->rts_path), "%s/rts", s->ulog_path);
+    }
+    return true;
 }
 
 enum settings_result

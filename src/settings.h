@@ -5,7 +5,7 @@
  *         [-pid path] [-kl] [-log path] [-ld|-le] [-ulog path] [-ulim num]
  *         [-uas] [-sid num] [-mhost name] [-mport num] [-rts path]
  *         [-mask expr] [-unmask expr] [-maxconn num] [-itemmax size]
- *         [dbname]
+ *         [-fsync policy] [-ukeep num] [dbname]
  *
  * Parsing validates everything up front and reports the first problem in
  * one line, so a typo never starts a server with an unintended setting.
@@ -23,6 +23,7 @@
 #include <stdio.h>
 
 #include "dbspec.h"
+#include "ulog.h"
 
 #define SETTINGS_DEFAULT_PORT 1978
 #define SETTINGS_DEFAULT_HOST "127.0.0.1"
@@ -31,6 +32,8 @@
 #define SETTINGS_DEFAULT_ITEM_MAX ((size_t)1 << 20)
 #define SETTINGS_DEFAULT_ULIM ((uint64_t)1 << 30)
 #define SETTINGS_DEFAULT_PID "kurad.pid"
+#define SETTINGS_DEFAULT_SID 1
+#define SETTINGS_DEFAULT_UKEEP 8
 
 enum settings_log_level {
     SETTINGS_LOG_DEBUG, /* -ld */
@@ -50,8 +53,12 @@ struct settings {
     enum settings_log_level log_level;
     char ulog_path[PATH_MAX]; /* update log directory, "" = none */
     uint64_t ulim;       /* update log segment size */
+    uint32_t ukeep;      /* most segments kept for lagging peers */
     bool uas;            /* answer before logging (ttserver -uas) */
-    uint32_t sid;        /* server id, 0 = unset */
+    enum ulog_fsync fsync; /* -fsync: always, never or every fsync_ms */
+    uint32_t fsync_ms;
+    uint32_t sid;        /* server id */
+    bool sid_given;      /* -sid was on the command line */
     char mhost[PATH_MAX]; /* replication master, "" = none */
     int mport;
     char rts_path[PATH_MAX]; /* replication timestamp file */

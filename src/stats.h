@@ -16,6 +16,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "repl_master.h"
+#include "repl_slave.h"
+#include "ulog.h"
+
 #define STATS_COUNTERS(X)   \
     X(CMD_GET, "cmd_get")    \
     X(CMD_SET, "cmd_set")    \
@@ -69,6 +73,13 @@ struct stats_snapshot {
     int threads;
     uint64_t commits;       /* group commits */
     uint64_t early_commits; /* commits forced before the end of a pass */
+    uint64_t tombstones_dropped;
+    bool has_ulog;
+    struct ulog_stats ulog;
+    bool has_master;        /* this server follows -mhost */
+    struct repl_slave_stats master;
+    int npeers;             /* peers that pull from this server */
+    struct repl_peer_stats peers[REPL_MAX_PEERS];
 };
 
 /* Adds `n` to a counter; only the owning thread may call this. */

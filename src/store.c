@@ -4,6 +4,8 @@
 #include "store.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 
 struct store {
     enum dbspec_kind kind;
+    pthread_mutex_t iter_lock;
     TCHDB *hdb; /* DBSPEC_HASH_FILE */
     TCMDB *mdb; /* DBSPEC_HASH_MEMORY */
     char path[DBSPEC_PATH_MAX];
@@ -75,6 +78,7 @@ store_open(const struct dbspec *spec, char *err, size_t errlen)
         return NULL;
     }
     s->kind = spec->kind;
+    pthread_mutex_init(&s->iter_lock, NULL);
     util_strlcpy(s->path, spec->path, sizeof(s->path));
     if (spec->kind == DBSPEC_HASH_MEMORY) {
         s->mdb = spec->bnum > 0 ? tcmdbnew2((uint32_t)spec->bnum) : tcmdbnew();
@@ -113,6 +117,7 @@ store_close(struct store *s)
     if (s->mdb != NULL) {
         tcmdbdel(s->mdb);
     }
+    pthread_mutex_destroy(&s->iter_lock);
     free(s);
     return st;
 }
@@ -223,6 +228,27 @@ const char *
 store_path(const struct store *s)
 {
     return s->path;
+}
+
+void
+store_iter_acquire(struct store *s)
+{
+    pthread_mutex_lock(&s->iter_lock);
+}
+
+void
+store_iter_release(struct store *s)
+{
+    pthread_mutex_unlock(&s->iter_lock);
+}
+
+int
+store_sync_data(struct store *s)
+{
+    if (s->hdb == NULL) {
+        return 0;
+    }
+    return fdatasync(s->hdb->fd);
 }
 
 enum store_status

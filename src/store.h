@@ -92,6 +92,21 @@ uint64_t store_bnum(struct store *s);
 const char *store_path(const struct store *s);
 
 /*
+ * The database has one iterator. Whoever walks it (the sweeper, a full
+ * resynchronisation) holds it with these for the whole walk.
+ */
+void store_iter_acquire(struct store *s);
+void store_iter_release(struct store *s);
+
+/*
+ * Flushes the database file's data to disk without taking Tokyo Cabinet's
+ * locks (fdatasync on its descriptor), so writers are not stalled. Used by
+ * checkpoints, which redo the log from a point already applied. Returns 0
+ * or -1 with errno set.
+ */
+int store_sync_data(struct store *s);
+
+/*
  * Restarts the iterator at the first record. Iteration visits records in
  * file order and tolerates concurrent writers: a record that moves may be
  * missed or seen twice, which a sweeper can live with. Each step briefly

@@ -13,19 +13,24 @@
 
 int
 sweeper_init(struct sweeper *sw, struct txn_engine *eng, struct logger *log,
-             unsigned slice_keys, unsigned pause_ms, size_t scratch_cap)
+             unsigned slice_keys, unsigned pause_ms, size_t scratch_cap,
+             sweeper_limits_fn limits, void *limits_arg)
 {
     memset(sw, 0, sizeof(*sw));
     sw->eng = eng;
     sw->log = log;
     sw->slice_keys = slice_keys;
     sw->pause_ms = pause_ms;
+    sw->limits = limits;
+    sw->limits_arg = limits_arg;
     pthread_mutex_init(&sw->lock, NULL);
     pthread_cond_init(&sw->cond, NULL);
     if (txn_batch_init(&sw->batch, eng, scratch_cap) != 0) {
         return -1;
     }
+    store_iter_acquire(eng->store);
     store_iter_init(eng->store);
+    store_iter_release(eng->store);
     return 0;
 }
 
@@ -36,8 +41,14 @@ sweeper_slice(struct sweeper *sw, unsigned max_keys)
     size_t nkey;
     unsigned n = 0;
     struct expiry_flush fl;
+    uint64_t acked = UINT64_MAX;
+    uint64_t source = UINT64_MAX;
 
     txn_flush_state(sw->eng, &fl);
+    if (sw->limits != NULL) {
+        sw->limits(sw->limits_arg, &acked, &source);
+    }
+    store_iter_acquire(sw->eng->store);
     while (n < max_keys) {
         enum store_status st =
             store_iter_next(sw->eng->store, key, sizeof(key), &nkey);
@@ -47,25 +58,36 @@ sweeper_slice(struct sweeper *sw, unsigned max_keys)
                             store_errmsg(sw->eng->store));
             }
             store_iter_init(sw->eng->store);
+            store_iter_release(sw->eng->store);
             atomic_fetch_add(&sw->cycles, 1);
-            return n;
+            atomic_fetch_add(&sw->examined, n);
+            return 0;
         }
         n++;
         struct txn_current cur;
-        if (txn_read(&sw->batch, key, nkey, &cur) != TXN_OK) {
+        if (txn_read(&sw->batch, key, nkey, &cur) != TXN_OK || !cur.found) {
             continue;
         }
-        uint64_t now_us = util_now_us();
-        bool dead = cur.found && cur.meta.kind == RECORD_VALUE &&
-                    (expiry_expired(cur.meta.exptime,
-                                    (int64_t)(now_us / 1000000u)) ||
-                     expiry_flushed(&fl, cur.meta.ts, now_us));
-        uint64_t ts = cur.meta.ts;
+        struct record_meta m = cur.meta;
         txn_current_release(&cur);
-        if (dead && txn_expire(&sw->batch, key, nkey, ts)) {
+        uint64_t now_us = util_now_us();
+        if (m.kind == RECORD_TOMBSTONE) {
+            /* T6: no peer can still send an older write for this key. */
+            bool expendable = acked >= m.cas &&
+                              (source == UINT64_MAX ||
+                               source >= m.ts + SWEEPER_TOMBSTONE_SLACK_US);
+            if (expendable && txn_drop_tombstone(&sw->batch, key, nkey, m.ts)) {
+                atomic_fetch_add(&sw->tombstones_dropped, 1);
+            }
+            continue;
+        }
+        bool dead = expiry_expired(m.exptime, (int64_t)(now_us / 1000000u)) ||
+                    expiry_flushed(&fl, m.ts, now_us);
+        if (dead && txn_expire(&sw->batch, key, nkey, m.ts)) {
             atomic_fetch_add(&sw->reclaimed, 1);
         }
     }
+    store_iter_release(sw->eng->store);
     atomic_fetch_add(&sw->examined, n);
     return n;
 }

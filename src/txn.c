@@ -1,12 +1,11 @@
 /*
- * txn: batched, stripe-locked write path (see txn.h for the invariants).
+ * txn: batched, stripe-locked, logged write path (see txn.h for the
+ * invariants T1-T6).
  *
  * Why stripes are held until commit rather than per operation: the batch is
  * made durable as a whole (one write for the group) and only then applied.
  * Releasing a stripe before its change is applied would let another thread
- * read the old record and base a new change on it (a lost update), and
- * would let two changes to one key reach the store in a different order
- * than they were decided (T1).
+ * read the old record and base a new change on it (a lost update).
  */
 #include "txn.h"
 
@@ -22,6 +21,9 @@
 /* A batch commits on its own once it grows past either bound. */
 #define TXN_BATCH_BYTES_MAX ((size_t)4 << 20)
 #define TXN_BATCH_CHANGES_MAX 1024
+/* After a full disk, writes are refused this long before trying again. */
+#define TXN_ENOSPC_BACKOFF_MS 100
+#define NO_STRIPE UINT32_MAX
 
 static uint32_t
 _stripe_of(const struct txn_engine *eng, const char *key, size_t nkey)
@@ -53,13 +55,14 @@ _release_all(struct txn_batch *b)
     b->nheld = 0;
 }
 
+/* ------------------------------------------------------- flush state */
+
 static int
 _load_flush_state(struct txn_engine *eng, char *err, size_t errlen)
 {
     char text[128];
     long n = atomicfile_read(eng->flush_path, text, sizeof(text));
-    uint64_t applied = 0;
-    uint64_t pending = 0;
+    uint64_t v[3] = {0, 0, 0};
 
     if (n < 0) {
         if (errno == ENOENT) {
@@ -69,24 +72,91 @@ _load_flush_state(struct txn_engine *eng, char *err, size_t errlen)
                  strerror(errno));
         return -1;
     }
-    if (sscanf(text, "flush %" SCNu64 " %" SCNu64, &applied, &pending) != 2) {
+    if (sscanf(text, "flush %" SCNu64 " %" SCNu64 " %" SCNu64, &v[0], &v[1],
+               &v[2]) < 2) {
         snprintf(err, errlen, "%s is corrupt; remove it to forget flush_all",
                  eng->flush_path);
         return -1;
     }
-    atomic_store(&eng->flush_applied_us, applied);
-    atomic_store(&eng->flush_pending_us, pending);
+    atomic_store(&eng->flush_applied_us, v[0]);
+    atomic_store(&eng->flush_pending_us, v[1]);
+    atomic_store(&eng->flush_pending_stamp, v[2]);
     return 0;
 }
 
+void
+txn_flush_state(struct txn_engine *eng, struct expiry_flush *out)
+{
+    out->applied_us =
+        atomic_load_explicit(&eng->flush_applied_us, memory_order_relaxed);
+    out->pending_us =
+        atomic_load_explicit(&eng->flush_pending_us, memory_order_relaxed);
+    out->pending_stamp =
+        atomic_load_explicit(&eng->flush_pending_stamp, memory_order_relaxed);
+}
+
+/* Persists and publishes `f`; the caller holds flush_lock. */
+static enum txn_status
+_store_flush_state(struct txn_engine *eng, const struct expiry_flush *f)
+{
+    if (eng->flush_path[0] != '\0') {
+        char text[128];
+        int n = snprintf(text, sizeof(text),
+                         "flush %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+                         f->applied_us, f->pending_us, f->pending_stamp);
+        if (atomicfile_write(eng->flush_path, text, (size_t)n) != 0) {
+            return TXN_EIO;
+        }
+    }
+    atomic_store(&eng->flush_applied_us, f->applied_us);
+    atomic_store(&eng->flush_pending_us, f->pending_us);
+    atomic_store(&eng->flush_pending_stamp, f->pending_stamp);
+    return TXN_OK;
+}
+
+static enum txn_status
+_apply_flush(struct txn_engine *eng, uint64_t stamp, uint64_t deadline)
+{
+    struct expiry_flush f;
+    enum txn_status st = TXN_OK;
+
+    pthread_mutex_lock(&eng->flush_lock);
+    txn_flush_state(eng, &f);
+    if (expiry_flush_apply(&f, stamp, deadline)) {
+        st = _store_flush_state(eng, &f);
+    }
+    pthread_mutex_unlock(&eng->flush_lock);
+    return st;
+}
+
+enum txn_status
+txn_flush_settle(struct txn_engine *eng)
+{
+    struct expiry_flush f;
+    enum txn_status st = TXN_OK;
+
+    pthread_mutex_lock(&eng->flush_lock);
+    txn_flush_state(eng, &f);
+    if (expiry_flush_settle(&f, util_now_us())) {
+        st = _store_flush_state(eng, &f);
+    }
+    pthread_mutex_unlock(&eng->flush_lock);
+    return st;
+}
+
+/* ----------------------------------------------------- engine, batches */
+
 int
 txn_engine_init(struct txn_engine *eng, struct store *store,
-                struct clock *clock, uint32_t sid, size_t nstripes,
-                const char *flush_path, char *err, size_t errlen)
+                struct clock *clock, struct ulog *ulog, uint32_t sid,
+                size_t nstripes, const char *flush_path, char *err,
+                size_t errlen)
 {
     memset(eng, 0, sizeof(*eng));
     eng->store = store;
     eng->clock = clock;
+    eng->ulog = ulog;
+    eng->keep_tombstones = ulog != NULL;
     eng->sid = sid;
     size_t n = 64;
     while (n < nstripes) {
@@ -102,9 +172,6 @@ txn_engine_init(struct txn_engine *eng, struct store *store,
         pthread_mutex_init(&eng->stripes[i], NULL);
     }
     pthread_mutex_init(&eng->flush_lock, NULL);
-    atomic_init(&eng->flush_applied_us, 0);
-    atomic_init(&eng->flush_pending_us, 0);
-    atomic_init(&eng->failed, false);
     if (flush_path != NULL && flush_path[0] != '\0') {
         util_strlcpy(eng->flush_path, flush_path, sizeof(eng->flush_path));
         if (_load_flush_state(eng, err, errlen) != 0) {
@@ -134,12 +201,17 @@ txn_batch_init(struct txn_batch *b, struct txn_engine *eng,
 {
     memset(b, 0, sizeof(*b));
     b->eng = eng;
+    b->slot = -1;
     buf_init(&b->data);
     b->held = calloc(eng->nstripes, sizeof(*b->held));
     b->held_bits = calloc(eng->nstripes / 64, sizeof(*b->held_bits));
     b->scratch_cap = scratch_cap;
     b->scratch = malloc(scratch_cap);
-    if (b->held == NULL || b->held_bits == NULL || b->scratch == NULL) {
+    if (eng->ulog != NULL) {
+        b->slot = ulog_slot(eng->ulog);
+    }
+    if (b->held == NULL || b->held_bits == NULL || b->scratch == NULL ||
+        (eng->ulog != NULL && b->slot < 0)) {
         txn_batch_deinit(b);
         return -1;
     }
@@ -182,12 +254,22 @@ txn_pending(const struct txn_batch *b)
     return b->nchanges > 0 || b->nheld > 0;
 }
 
+bool
+txn_durable(const struct txn_batch *b)
+{
+    struct txn_engine *eng = b->eng;
+    return eng->ulog == NULL || eng->uas || b->last_lsn == 0 ||
+           ulog_durable(eng->ulog, b->last_lsn);
+}
+
 static void
 _early_commit(struct txn_batch *b)
 {
     atomic_fetch_add_explicit(&b->early_commits, 1, memory_order_relaxed);
     txn_commit(b);
 }
+
+/* ------------------------------------------------------------- reading */
 
 static enum txn_status
 _read_record(struct txn_batch *b, const char *key, size_t nkey,
@@ -221,13 +303,28 @@ txn_read(struct txn_batch *b, const char *key, size_t nkey,
     return _read_record(b, key, nkey, cur);
 }
 
+static enum txn_status
+_writable(struct txn_engine *eng)
+{
+    if (atomic_load_explicit(&eng->failed, memory_order_relaxed)) {
+        return TXN_EREADONLY;
+    }
+    uint64_t until = atomic_load_explicit(&eng->enospc_until_ms,
+                                          memory_order_relaxed);
+    if (until != 0 && util_mono_ms() < until) {
+        return TXN_ENOSPC;
+    }
+    return TXN_OK;
+}
+
 enum txn_status
 txn_begin_key(struct txn_batch *b, const char *key, size_t nkey,
               struct txn_current *cur)
 {
     memset(cur, 0, sizeof(*cur));
-    if (atomic_load_explicit(&b->eng->failed, memory_order_relaxed)) {
-        return TXN_EREADONLY;
+    enum txn_status st = _writable(b->eng);
+    if (st != TXN_OK) {
+        return st;
     }
     uint32_t stripe = _stripe_of(b->eng, key, nkey);
     if (_held(b, stripe)) {
@@ -251,52 +348,46 @@ txn_current_release(struct txn_current *cur)
     cur->found = false;
 }
 
-static struct txn_change *
-_new_change(struct txn_batch *b)
+/* ------------------------------------------------------------- staging */
+
+static enum txn_status
+_stage(struct txn_batch *b, enum logrec_op op, uint32_t sid, const char *key,
+       size_t nkey, const void *p1, size_t l1, const void *p2, size_t l2,
+       const void *p3, size_t l3)
 {
+    size_t plen = l1 + l2 + l3;
+    size_t size = logrec_size(nkey, plen);
+
     if (b->nchanges == b->cap) {
         size_t cap = b->cap == 0 ? 64 : b->cap * 2;
         struct txn_change *c = realloc(b->changes, cap * sizeof(*c));
         if (c == NULL) {
-            return NULL;
+            return TXN_ENOMEM;
         }
         b->changes = c;
         b->cap = cap;
     }
-    return &b->changes[b->nchanges];
-}
-
-static enum txn_status
-_stage(struct txn_batch *b, const char *key, size_t nkey, bool remove,
-       const struct record_meta *m, const void *v1, size_t l1,
-       const void *v2, size_t l2)
-{
-    struct txn_change *c = _new_change(b);
-    size_t need = nkey + (remove ? 0 : RECORD_HEADER_MAX + l1 + l2);
-
-    if (c == NULL || !buf_reserve(&b->data, need, SIZE_MAX)) {
+    if (!buf_reserve(&b->data, size, SIZE_MAX)) {
         return TXN_ENOMEM;
     }
-    c->stripe = _stripe_of(b->eng, key, nkey);
-    c->remove = remove;
+    struct txn_change *c = &b->changes[b->nchanges];
+    c->stripe = nkey > 0 ? _stripe_of(b->eng, key, nkey) : NO_STRIPE;
+    c->off = b->data.wpos;
     c->owner = b->owner;
-    c->key_off = b->data.wpos;
-    c->nkey = nkey;
-    buf_append(&b->data, key, nkey, SIZE_MAX);
-    c->rec_off = b->data.wpos;
-    c->rec_len = 0;
-    if (!remove) {
-        size_t h = record_encode(m, (uint8_t *)buf_tail(&b->data));
-        buf_produce(&b->data, h);
-        if (l1 > 0) {
-            buf_append(&b->data, v1, l1, SIZE_MAX);
-        }
-        if (l2 > 0) {
-            buf_append(&b->data, v2, l2, SIZE_MAX);
-        }
-        c->rec_len = h + l1 + l2;
+    uint8_t *p = logrec_begin((uint8_t *)buf_tail(&b->data), op, sid, key,
+                              nkey, plen);
+    if (l1 > 0) {
+        memcpy(p, p1, l1);
     }
+    if (l2 > 0) {
+        memcpy(p + l1, p2, l2);
+    }
+    if (l3 > 0) {
+        memcpy(p + l1 + l2, p3, l3);
+    }
+    buf_produce(&b->data, size);
     b->nchanges++;
+    b->staged_total++;
     if (b->nchanges >= TXN_BATCH_CHANGES_MAX ||
         buf_len(&b->data) >= TXN_BATCH_BYTES_MAX) {
         txn_commit(b);
@@ -309,13 +400,67 @@ txn_stage_record(struct txn_batch *b, const char *key, size_t nkey,
                  const struct record_meta *m, const void *v1, size_t l1,
                  const void *v2, size_t l2)
 {
-    return _stage(b, key, nkey, false, m, v1, l1, v2, l2);
+    uint8_t env[RECORD_HEADER_MAX];
+    size_t elen = record_encode(m, env);
+    return _stage(b, LOGREC_PUT, m->sid, key, nkey, env, elen, v1, l1, v2,
+                  l2);
 }
 
 enum txn_status
 txn_stage_remove(struct txn_batch *b, const char *key, size_t nkey)
 {
-    return _stage(b, key, nkey, true, NULL, NULL, 0, NULL, 0);
+    struct record_meta m = {RECORD_TOMBSTONE, 0, 0, 0, 0, b->eng->sid};
+    m.ts = m.cas = clock_next(b->eng->clock);
+    return txn_stage_record(b, key, nkey, &m, NULL, 0, NULL, 0);
+}
+
+/* ------------------------------------------------------------ applying */
+
+/* Stores a tombstone for `m`; its cas records the local lsn (T6). */
+static enum store_status
+_put_tombstone(struct txn_engine *eng, const char *key, size_t nkey,
+               const struct record_meta *m, uint64_t lsn)
+{
+    uint8_t env[RECORD_HEADER_MAX];
+    struct record_meta t = *m;
+    t.kind = RECORD_TOMBSTONE;
+    t.flags = 0;
+    t.exptime = 0;
+    t.cas = lsn != 0 ? lsn : t.ts;
+    size_t elen = record_encode(&t, env);
+    return store_put(eng->store, key, nkey, env, elen);
+}
+
+/* Applies one staged or logged record to the store. */
+static enum txn_status
+_apply(struct txn_engine *eng, const struct logrec *r)
+{
+    if (r->op == LOGREC_FLUSH) {
+        uint64_t stamp;
+        uint64_t deadline;
+        if (!logrec_flush_decode(r, &stamp, &deadline)) {
+            return TXN_EIO;
+        }
+        return _apply_flush(eng, stamp, deadline);
+    }
+    struct record_meta m;
+    const uint8_t *v;
+    size_t vlen;
+    if (record_decode(r->payload, r->plen, &m, &v, &vlen) != RECORD_OK) {
+        return TXN_EIO;
+    }
+    enum store_status st;
+    if (m.kind == RECORD_TOMBSTONE) {
+        if (eng->keep_tombstones) {
+            st = _put_tombstone(eng, r->key, r->nkey, &m, r->lsn);
+        } else {
+            st = store_out(eng->store, r->key, r->nkey);
+            st = st == STORE_NOTFOUND ? STORE_OK : st;
+        }
+    } else {
+        st = store_put(eng->store, r->key, r->nkey, r->payload, r->plen);
+    }
+    return st == STORE_OK ? TXN_OK : TXN_EIO;
 }
 
 static void
@@ -331,50 +476,212 @@ _abort_owners(struct txn_batch *b)
     }
 }
 
-enum txn_status
-txn_commit(struct txn_batch *b)
+static void
+_reset(struct txn_batch *b)
 {
-    enum txn_status result = TXN_OK;
-
-    if (b->nchanges == 0 && b->nheld == 0) {
-        return TXN_OK;
-    }
-    /* T2: the update log write goes here, before anything is applied. */
-    for (size_t i = 0; i < b->nchanges; i++) {
-        const struct txn_change *c = &b->changes[i];
-        const char *key = b->data.data + c->key_off;
-        enum store_status st;
-        if (c->remove) {
-            st = store_out(b->eng->store, key, c->nkey);
-            if (st == STORE_NOTFOUND) {
-                st = STORE_OK;
-            }
-        } else {
-            st = store_put(b->eng->store, key, c->nkey,
-                           b->data.data + c->rec_off, c->rec_len);
-        }
-        if (st != STORE_OK) {
-            result = TXN_EIO;
-        }
-    }
-    if (result != TXN_OK) {
-        atomic_store(&b->eng->failed, true);
-        _abort_owners(b);
-    }
     _release_all(b); /* T1: only after every change was applied */
     b->nchanges = 0;
     buf_reset(&b->data);
     buf_shrink(&b->data, TXN_BATCH_BYTES_MAX);
+}
+
+static enum txn_status
+_log_failure(struct txn_engine *eng, enum ulog_status st)
+{
+    if (st == ULOG_ENOSPC) {
+        atomic_store(&eng->enospc_until_ms,
+                     util_mono_ms() + TXN_ENOSPC_BACKOFF_MS);
+        return TXN_ENOSPC;
+    }
+    atomic_store(&eng->failed, true);
+    return TXN_EIO;
+}
+
+static enum txn_status
+_append(struct txn_batch *b)
+{
+    uint64_t lsn = 0;
+    enum ulog_status st = ulog_append(b->eng->ulog, b->slot,
+                                      (uint8_t *)b->data.data,
+                                      buf_len(&b->data), b->nchanges, &lsn);
+    if (st != ULOG_OK) {
+        return _log_failure(b->eng, st);
+    }
+    atomic_store(&b->eng->enospc_until_ms, 0);
+    b->last_lsn = lsn;
+    return TXN_OK;
+}
+
+enum txn_status
+txn_commit(struct txn_batch *b)
+{
+    struct txn_engine *eng = b->eng;
+    enum txn_status result = TXN_OK;
+
+    if (b->nchanges == 0) {
+        _release_all(b);
+        return TXN_OK;
+    }
+    bool logged = eng->ulog != NULL && !eng->uas;
+    if (logged) {
+        result = _append(b); /* T2: written before anything is applied */
+        if (result != TXN_OK) {
+            _abort_owners(b);
+            _reset(b);
+            return result;
+        }
+    }
+    for (size_t i = 0; i < b->nchanges; i++) {
+        struct logrec r;
+        logrec_view((const uint8_t *)b->data.data + b->changes[i].off, &r);
+        if (_apply(eng, &r) != TXN_OK) {
+            result = TXN_EIO;
+        }
+    }
+    if (eng->ulog != NULL) {
+        if (!logged && _append(b) != TXN_OK) {
+            /* -uas: the change is applied and answered but not logged. */
+            result = TXN_EIO;
+        }
+        ulog_applied(eng->ulog, b->slot);
+    }
+    if (result != TXN_OK) {
+        atomic_store(&eng->failed, true);
+        _abort_owners(b);
+    }
+    _reset(b);
     atomic_fetch_add_explicit(&b->commits, 1, memory_order_relaxed);
     return result;
 }
 
-bool
-txn_expire(struct txn_batch *b, const char *key, size_t nkey, uint64_t ts)
+/* ------------------------------------------------ replication and redo */
+
+/*
+ * Decides whether `rec` (a PUT from a peer or the log) wins over the
+ * current record; fills the envelope to store in `env`/`elen`, which is
+ * the incoming one, or a tombstone for an incoming value already expired.
+ */
+static bool
+_wins(const struct txn_current *cur, const struct record_meta *in,
+      uint8_t *env, size_t *elen, bool *as_tombstone)
+{
+    if (cur->found && !record_newer(in, &cur->meta)) {
+        return false;
+    }
+    *as_tombstone = false;
+    *elen = 0;
+    if (in->kind == RECORD_VALUE &&
+        expiry_expired(in->exptime, util_now_s())) {
+        struct record_meta t = *in;
+        t.kind = RECORD_TOMBSTONE;
+        t.flags = 0;
+        t.exptime = 0;
+        t.cas = t.ts;
+        *elen = record_encode(&t, env);
+        *as_tombstone = true;
+    }
+    return true;
+}
+
+enum txn_status
+txn_stage_replicated(struct txn_batch *b, const struct logrec *rec,
+                     bool *applied)
+{
+    struct txn_current cur;
+    struct record_meta in;
+    const uint8_t *v;
+    size_t vlen;
+    uint8_t env[RECORD_HEADER_MAX];
+    size_t elen;
+    bool as_tombstone;
+
+    *applied = false;
+    if (rec->op == LOGREC_FLUSH) {
+        enum txn_status st = _writable(b->eng);
+        if (st != TXN_OK) {
+            return st;
+        }
+        *applied = true;
+        return _stage(b, LOGREC_FLUSH, rec->sid, NULL, 0, rec->payload,
+                      rec->plen, NULL, 0, NULL, 0);
+    }
+    if (record_decode(rec->payload, rec->plen, &in, &v, &vlen) != RECORD_OK) {
+        return TXN_EIO;
+    }
+    clock_observe(b->eng->clock, in.ts);
+    enum txn_status st = txn_begin_key(b, rec->key, rec->nkey, &cur);
+    if (st != TXN_OK) {
+        return st;
+    }
+    bool wins = _wins(&cur, &in, env, &elen, &as_tombstone);
+    txn_current_release(&cur);
+    if (!wins) {
+        return TXN_OK;
+    }
+    *applied = true;
+    if (as_tombstone) {
+        return _stage(b, LOGREC_PUT, rec->sid, rec->key, rec->nkey, env, elen,
+                      NULL, 0, NULL, 0);
+    }
+    return _stage(b, LOGREC_PUT, rec->sid, rec->key, rec->nkey, rec->payload,
+                  rec->plen, NULL, 0, NULL, 0);
+}
+
+enum txn_status
+txn_redo(struct txn_batch *b, const struct logrec *rec, bool *applied)
+{
+    struct txn_current cur;
+    struct record_meta in;
+    const uint8_t *v;
+    size_t vlen;
+    uint8_t env[RECORD_HEADER_MAX];
+    size_t elen;
+    bool as_tombstone;
+
+    *applied = false;
+    if (rec->op == LOGREC_FLUSH) {
+        *applied = true;
+        return _apply(b->eng, rec);
+    }
+    if (record_decode(rec->payload, rec->plen, &in, &v, &vlen) != RECORD_OK) {
+        return TXN_EIO;
+    }
+    clock_observe(b->eng->clock, in.ts);
+    enum txn_status st = _read_record(b, rec->key, rec->nkey, &cur);
+    if (st != TXN_OK) {
+        return st;
+    }
+    bool wins = _wins(&cur, &in, env, &elen, &as_tombstone);
+    txn_current_release(&cur);
+    if (!wins) {
+        return TXN_OK;
+    }
+    *applied = true;
+    if (as_tombstone) {
+        struct record_meta t;
+        record_decode(env, elen, &t, &v, &vlen);
+        return _put_tombstone(b->eng, rec->key, rec->nkey, &t, rec->lsn) ==
+                       STORE_OK
+                   ? TXN_OK
+                   : TXN_EIO;
+    }
+    return _apply(b->eng, rec);
+}
+
+/* --------------------------------------------------- local retirement */
+
+/*
+ * Runs `fn` on `key`'s record under its stripe if the stripe is free and
+ * the record still has stamp `ts`. Never waits.
+ */
+static bool
+_with_record(struct txn_batch *b, const char *key, size_t nkey, uint64_t ts,
+             bool (*fn)(struct txn_batch *, const char *, size_t,
+                        const struct txn_current *))
 {
     uint32_t stripe = _stripe_of(b->eng, key, nkey);
     struct txn_current cur;
-    bool removed = false;
+    bool done = false;
 
     if (_held(b, stripe) ||
         pthread_mutex_trylock(&b->eng->stripes[stripe]) != 0) {
@@ -382,73 +689,75 @@ txn_expire(struct txn_batch *b, const char *key, size_t nkey, uint64_t ts)
     }
     if (_read_record(b, key, nkey, &cur) == TXN_OK && cur.found &&
         cur.meta.ts == ts) {
-        removed = store_out(b->eng->store, key, nkey) == STORE_OK;
+        done = fn(b, key, nkey, &cur);
     }
     txn_current_release(&cur);
     pthread_mutex_unlock(&b->eng->stripes[stripe]);
-    return removed;
+    return done;
 }
 
-void
-txn_flush_state(struct txn_engine *eng, struct expiry_flush *out)
+static bool
+_retire(struct txn_batch *b, const char *key, size_t nkey,
+        const struct txn_current *cur)
 {
-    out->applied_us =
-        atomic_load_explicit(&eng->flush_applied_us, memory_order_relaxed);
-    out->pending_us =
-        atomic_load_explicit(&eng->flush_pending_us, memory_order_relaxed);
-}
-
-/* Persists and publishes `f`; the caller holds flush_lock. */
-static enum txn_status
-_store_flush_state(struct txn_engine *eng, const struct expiry_flush *f)
-{
-    if (eng->flush_path[0] != '\0') {
-        char text[128];
-        int n = snprintf(text, sizeof(text), "flush %" PRIu64 " %" PRIu64 "\n",
-                         f->applied_us, f->pending_us);
-        if (atomicfile_write(eng->flush_path, text, (size_t)n) != 0) {
-            return TXN_EIO;
-        }
+    struct txn_engine *eng = b->eng;
+    if (cur->meta.kind != RECORD_VALUE) {
+        return false;
     }
-    atomic_store(&eng->flush_applied_us, f->applied_us);
-    atomic_store(&eng->flush_pending_us, f->pending_us);
-    return TXN_OK;
+    if (eng->keep_tombstones) {
+        uint64_t lsn = 0;
+        uint64_t seq;
+        ulog_position(eng->ulog, &lsn, &seq);
+        return _put_tombstone(eng, key, nkey, &cur->meta, lsn) == STORE_OK;
+    }
+    return store_out(eng->store, key, nkey) == STORE_OK;
+}
+
+static bool
+_drop(struct txn_batch *b, const char *key, size_t nkey,
+      const struct txn_current *cur)
+{
+    if (cur->meta.kind != RECORD_TOMBSTONE) {
+        return false;
+    }
+    return store_out(b->eng->store, key, nkey) == STORE_OK;
+}
+
+bool
+txn_expire(struct txn_batch *b, const char *key, size_t nkey, uint64_t ts)
+{
+    return _with_record(b, key, nkey, ts, _retire);
+}
+
+bool
+txn_drop_tombstone(struct txn_batch *b, const char *key, size_t nkey,
+                   uint64_t ts)
+{
+    return _with_record(b, key, nkey, ts, _drop);
 }
 
 enum txn_status
 txn_flush_all(struct txn_batch *b, int64_t delay_s)
 {
     struct txn_engine *eng = b->eng;
-    struct expiry_flush f;
-    enum txn_status st = TXN_OK;
+    enum txn_status st = _writable(eng);
 
-    if (atomic_load_explicit(&eng->failed, memory_order_relaxed)) {
-        return TXN_EREADONLY;
+    if (st != TXN_OK) {
+        return st;
     }
     /* Persisting takes an fsync; hold no stripe meanwhile. */
     txn_commit(b);
-    pthread_mutex_lock(&eng->flush_lock);
-    txn_flush_state(eng, &f);
     uint64_t deadline = expiry_flush_deadline(delay_s, util_now_us());
-    uint64_t stamp = deadline == 0 ? clock_next(eng->clock) : 0;
-    if (expiry_flush_apply(&f, stamp, deadline)) {
-        st = _store_flush_state(eng, &f);
+    uint64_t stamp = clock_next(eng->clock);
+    if (eng->ulog == NULL) {
+        return _apply_flush(eng, stamp, deadline);
     }
-    pthread_mutex_unlock(&eng->flush_lock);
-    return st;
-}
-
-enum txn_status
-txn_flush_settle(struct txn_engine *eng)
-{
-    struct expiry_flush f;
-    enum txn_status st = TXN_OK;
-
-    pthread_mutex_lock(&eng->flush_lock);
-    txn_flush_state(eng, &f);
-    if (expiry_flush_settle(&f, util_now_us())) {
-        st = _store_flush_state(eng, &f);
+    uint8_t payload[LOGREC_FLUSH_PAYLOAD];
+    logrec_flush_encode(payload, stamp, deadline);
+    st = _stage(b, LOGREC_FLUSH, eng->sid, NULL, 0, payload, sizeof(payload),
+                NULL, 0, NULL, 0);
+    if (st != TXN_OK) {
+        return st;
     }
-    pthread_mutex_unlock(&eng->flush_lock);
-    return st;
+    return txn_commit(b);
 }

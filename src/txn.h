@@ -1,33 +1,43 @@
 /*
- * txn: the write path shared by workers and background threads.
+ * txn: the write path shared by workers, replication and background threads.
  *
  * Every change to a key goes through a per-thread batch:
  *
  *   txn_begin_key()   lock the key's stripe and read its current record
- *   txn_stage_*()     encode the resulting record into the batch
- *   txn_commit()      make the batch durable, apply it, release the stripes
+ *   txn_stage_*()     encode the change as an update log record
+ *   txn_commit()      append the batch to the update log with one write,
+ *                     apply it to the database, release the stripes
  *
  * A worker commits once per pass of its event loop, so all the writes it
- * handled in that pass share one commit: that is the group commit. Stripe
- * locks stay held from begin to commit; that is what makes a key's
- * read-modify-write atomic and keeps the order of changes to one key the
- * same everywhere they are recorded.
+ * handled in that pass share one log write: that is the group commit.
+ * Stripe locks stay held from begin to commit; that is what makes a key's
+ * read-modify-write atomic and gives each key one order of changes.
+ *
+ * Changes replicated from a peer, and records redone at start-up, are
+ * applied only if they win under record_newer(): the higher (write stamp,
+ * server id) is the newer write. Because every record carries the key's
+ * whole resulting state, applying any set of records in any order ends in
+ * the same state on every server.
  *
  * Invariants (tests cite these numbers):
  *   T1. A key's stripe is held by at most one batch; a change is staged only
  *       while its batch holds the stripe, and the stripe is released only
  *       after the change has been applied to the store.
- *   T2. A change is applied to the store only after it is durable in every
- *       place recorded before the store (the update log, when present).
+ *   T2. A change is applied to the store only after its log record was
+ *       written (U2), except with -uas, which applies and answers first.
  *   T3. No reply that depends on a staged change leaves the server before
- *       txn_commit() has returned success for it (the caller's duty; the
- *       abort callback names the owners to fail otherwise).
+ *       txn_commit() has returned success for it and its lsn is durable
+ *       (the caller's duty; the abort callback names owners to fail).
  *   T4. Deadlock freedom: a thread blocks on a stripe only while its batch
  *       holds no stripe. Otherwise it tries the lock and, on failure,
  *       commits its batch first.
  *   T5. A batch never holds two changes to the same key: touching a key
  *       whose stripe it already holds commits the batch first, so every read
  *       sees the latest committed state.
+ *   T6. With an update log, a delete leaves a tombstone carrying the
+ *       delete's stamp, so an older write that arrives later from a peer
+ *       loses to it. A tombstone is removed only once no peer can still
+ *       send an older write for the key (sweeper.h).
  *
  * Thread-safety: struct txn_engine is shared; a struct txn_batch belongs to
  * one thread.
@@ -44,12 +54,15 @@
 #include "buf.h"
 #include "clock.h"
 #include "expiry.h"
+#include "logrec.h"
 #include "record.h"
 #include "store.h"
+#include "ulog.h"
 
 enum txn_status {
     TXN_OK = 0,
-    TXN_EIO,       /* the store failed; the engine is now read-only */
+    TXN_EIO,       /* the store or log failed; writes are now refused */
+    TXN_ENOSPC,    /* the disk is full; the write was not made */
     TXN_EREADONLY, /* writes are refused after an earlier failure */
     TXN_ENOMEM,
 };
@@ -58,6 +71,9 @@ enum txn_status {
 struct txn_engine {
     struct store *store;
     struct clock *clock;
+    struct ulog *ulog;       /* NULL: no update log */
+    bool uas;                /* -uas: apply and answer before logging */
+    bool keep_tombstones;    /* T6; true whenever there is an update log */
     uint32_t sid;            /* this server's id, stamped on local writes */
     size_t nstripes;         /* power of two */
     pthread_mutex_t *stripes;
@@ -65,7 +81,9 @@ struct txn_engine {
     pthread_mutex_t flush_lock; /* serialises flush state updates */
     _Atomic uint64_t flush_applied_us; /* see struct expiry_flush */
     _Atomic uint64_t flush_pending_us;
+    _Atomic uint64_t flush_pending_stamp;
     _Atomic bool failed;     /* a write failed; refuse further writes */
+    _Atomic uint64_t enospc_until_ms; /* refuse writes until then */
 };
 
 /* Called on commit failure once per staged change, with its owner. */
@@ -73,18 +91,15 @@ typedef void (*txn_abort_fn)(void *owner, void *arg);
 
 struct txn_change {
     uint32_t stripe;
-    bool remove;       /* delete the key instead of storing a record */
-    size_t key_off;    /* offsets into the batch's data buffer */
-    size_t nkey;
-    size_t rec_off;
-    size_t rec_len;
+    size_t off;       /* of the log record in the batch's data buffer */
     void *owner;
 };
 
 /* A per-thread batch of staged changes. */
 struct txn_batch {
     struct txn_engine *eng;
-    struct buf data;            /* staged keys and records */
+    int slot;                   /* update log appender slot, or -1 */
+    struct buf data;            /* staged log records, back to back */
     struct txn_change *changes;
     size_t nchanges;
     size_t cap;
@@ -96,6 +111,8 @@ struct txn_batch {
     void *owner;                /* attached to changes staged from now on */
     txn_abort_fn on_abort;
     void *abort_arg;
+    uint64_t last_lsn;          /* highest lsn this batch has logged */
+    uint64_t staged_total;      /* changes ever staged (never reset) */
     /* counters, read by stats */
     _Atomic uint64_t commits;
     _Atomic uint64_t early_commits; /* commits forced by T4/T5 */
@@ -111,14 +128,16 @@ struct txn_current {
 };
 
 /*
- * Sets up the engine over `store`. `flush_path`, if not NULL, is the file
- * holding the flush_all state (loaded here). `nstripes` is rounded up to a
- * power of two. Returns 0, or -1 with a reason in `err`.
- * The caller owns `store` and `clock`; they must outlive the engine.
+ * Sets up the engine over `store` (and `ulog`, which may be NULL).
+ * `flush_path`, if not NULL, is the file holding the flush_all state
+ * (loaded here). `nstripes` is rounded up to a power of two. Returns 0, or
+ * -1 with a reason in `err`. The caller owns `store`, `clock` and `ulog`;
+ * they must outlive the engine.
  */
 int txn_engine_init(struct txn_engine *eng, struct store *store,
-                    struct clock *clock, uint32_t sid, size_t nstripes,
-                    const char *flush_path, char *err, size_t errlen);
+                    struct clock *clock, struct ulog *ulog, uint32_t sid,
+                    size_t nstripes, const char *flush_path, char *err,
+                    size_t errlen);
 
 /* Frees the engine's memory. No batch may be in use. */
 void txn_engine_deinit(struct txn_engine *eng);
@@ -126,7 +145,7 @@ void txn_engine_deinit(struct txn_engine *eng);
 /*
  * Initialises a batch for the calling thread. `scratch_cap` is the largest
  * record read without a heap copy (the item size limit plus an envelope).
- * Returns 0 or -1 (out of memory).
+ * Returns 0 or -1 (out of memory, or no update log slot left).
  */
 int txn_batch_init(struct txn_batch *b, struct txn_engine *eng,
                    size_t scratch_cap);
@@ -153,7 +172,7 @@ enum txn_status txn_read(struct txn_batch *b, const char *key, size_t nkey,
 /*
  * Locks `key` for writing (T4, T5) and reads its committed record into
  * `*cur`. The lock stays held until the batch commits. Returns TXN_OK,
- * TXN_EREADONLY or TXN_EIO; on failure `cur` holds nothing to release.
+ * TXN_EREADONLY, TXN_ENOSPC or TXN_EIO; on failure `cur` holds nothing.
  */
 enum txn_status txn_begin_key(struct txn_batch *b, const char *key,
                               size_t nkey, struct txn_current *cur);
@@ -171,34 +190,67 @@ enum txn_status txn_stage_record(struct txn_batch *b, const char *key,
                                  const void *v1, size_t l1, const void *v2,
                                  size_t l2);
 
-/* Stages the removal of `key` (locked by txn_begin_key()). */
+/*
+ * Stages the deletion of `key` (locked by txn_begin_key()) as a tombstone
+ * stamped now by this server (T6).
+ */
 enum txn_status txn_stage_remove(struct txn_batch *b, const char *key,
                                  size_t nkey);
 
 /*
- * Makes the staged changes durable, applies them to the store and releases
- * every stripe. On failure, calls the abort callback for each staged
- * change's owner, marks the engine failed and returns TXN_EIO. An empty
- * batch commits trivially.
+ * Stages a change received from a replication peer, keeping its origin
+ * stamp and server id. Locks the key; stages it only if it is newer than
+ * the current record (`*applied` says whether it was). An incoming value
+ * that has already expired is stored as a tombstone with the same stamp,
+ * so expired items never come back. FLUSH records are staged as they are.
+ */
+enum txn_status txn_stage_replicated(struct txn_batch *b,
+                                     const struct logrec *rec, bool *applied);
+
+/*
+ * Re-applies a record from the local update log at start-up (redo): like
+ * txn_stage_replicated(), but straight to the store without logging it
+ * again. Single-threaded use only.
+ */
+enum txn_status txn_redo(struct txn_batch *b, const struct logrec *rec,
+                         bool *applied);
+
+/*
+ * Makes the staged changes durable (one log write), applies them to the
+ * store and releases every stripe. On failure, calls the abort callback
+ * for each staged change's owner and returns the error; after an I/O
+ * error the engine refuses further writes (TXN_EREADONLY), after ENOSPC
+ * it refuses them for a moment (TXN_ENOSPC) and then tries again.
  */
 enum txn_status txn_commit(struct txn_batch *b);
 
 /* True if the batch has staged changes or holds stripes. */
 bool txn_pending(const struct txn_batch *b);
 
+/* True if every record this batch logged is as durable as promised. */
+bool txn_durable(const struct txn_batch *b);
+
 /*
- * Removes `key` if its record still has write stamp `ts` (an expired item
- * found by a reader or the sweeper). Purely local and best-effort: it
- * gives up rather than wait if the stripe is busy. Returns true if removed.
+ * Retires `key` if its record still has write stamp `ts` (an expired item
+ * found by a reader or the sweeper): with tombstones kept (T6) it becomes a
+ * tombstone with that stamp, otherwise it is removed. Purely local and
+ * best-effort: gives up rather than wait if the stripe is busy. Returns
+ * true if the key was retired.
  */
 bool txn_expire(struct txn_batch *b, const char *key, size_t nkey,
                 uint64_t ts);
 
 /*
- * Executes "flush_all `delay_s`": commits the batch, then records either an
- * immediate flush (stamped now) or a pending one with its deadline, and
- * persists the new state before returning. Returns TXN_OK, TXN_EREADONLY
- * or TXN_EIO.
+ * Removes the tombstone of `key` if it still has stamp `ts` (the sweeper,
+ * once no peer can send an older write). Best-effort like txn_expire().
+ */
+bool txn_drop_tombstone(struct txn_batch *b, const char *key, size_t nkey,
+                        uint64_t ts);
+
+/*
+ * Executes "flush_all `delay_s`": commits the batch, then logs and applies
+ * either an immediate flush (stamped now) or a pending one with its
+ * deadline, and persists the new state. Returns TXN_OK or an error.
  */
 enum txn_status txn_flush_all(struct txn_batch *b, int64_t delay_s);
 

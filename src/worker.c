@@ -46,12 +46,40 @@ _on_notify(evutil_socket_t fd, short what, void *arg)
             atomic_fetch_sub(&w->shared->curr_conns, 1);
         }
     }
+    if (atomic_exchange(&w->synced, false)) {
+        conn_host_synced(&w->host);
+    }
     if (more || stopping) {
         event_active(w->notify_ev, EV_READ, 0);
     }
     if (stopping) {
         event_base_loopbreak(w->base);
     }
+}
+
+static void _wake(struct worker *w);
+
+/* Called by the update log's sync thread. */
+static void
+_on_synced(void *arg)
+{
+    struct worker *w = arg;
+    atomic_store(&w->synced, true);
+    _wake(w);
+}
+
+static bool
+_durable(void *arg, uint64_t lsn)
+{
+    struct worker *w = arg;
+    return ulog_durable(w->shared->ulog, lsn);
+}
+
+static void
+_want_sync(void *arg, uint64_t lsn)
+{
+    struct worker *w = arg;
+    ulog_want_sync(w->shared->ulog, w->watcher, lsn);
 }
 
 int
@@ -63,6 +91,7 @@ worker_init(struct worker *w, int id, struct worker_shared *shared)
     w->id = id;
     w->shared = shared;
     w->notify_fd = -1;
+    w->watcher = -1;
     pthread_mutex_init(&w->lock, NULL);
     struct event_config *cfg = event_config_new();
     if (cfg == NULL) {
@@ -98,6 +127,17 @@ worker_init(struct worker *w, int id, struct worker_shared *shared)
     w->host.watermark = shared->watermark;
     w->host.stats = &w->stats;
     w->host.curr_conns = &shared->curr_conns;
+    w->host.handoff = shared->handoff;
+    w->host.handoff_arg = shared->handoff_arg;
+    if (shared->ulog != NULL && !shared->eng->uas) {
+        w->watcher = ulog_watch(shared->ulog, _on_synced, w);
+        if (w->watcher < 0) {
+            return -1;
+        }
+        w->host.durable = _durable;
+        w->host.want_sync = _want_sync;
+        w->host.sync_arg = w;
+    }
     if (shared->idle_timeout_s > 0) {
         struct timeval tv = {shared->idle_timeout_s, 0};
         const struct timeval *common =

@@ -33,11 +33,15 @@
 struct worker_shared {
     const struct process_env *penv;
     struct txn_engine *eng;
+    struct ulog *ulog;        /* NULL: no update log */
     struct logger *log;
     struct proto_limits limits;
     int idle_timeout_s;       /* 0 = none */
     size_t watermark;         /* output bytes that pause a client */
     _Atomic uint64_t curr_conns;
+    /* Takes over a replication peer's socket (conn.h). */
+    int (*handoff)(void *arg, int fd, const struct proto_request *req);
+    void *handoff_arg;
 };
 
 struct worker {
@@ -54,6 +58,8 @@ struct worker {
     size_t qcap;
     bool stopping;
     struct timeval idle_tv;
+    int watcher;            /* ulog durability watcher id, or -1 */
+    _Atomic bool synced;    /* the sync thread reported progress */
     struct txn_batch batch;
     struct process_ctx pctx;
     struct stats_counters stats;

@@ -3,6 +3,8 @@
  *
  *   kura bench [options]     closed-loop load against a memcached-protocol
  *                            server; prints ops/s and latency percentiles
+ *   kura ulog dump|verify|replay ...
+ *                            read, check or replay an update log
  *
  * Each subcommand lives in its own file; this file only dispatches.
  */
@@ -14,6 +16,7 @@
 
 #include "bench.h"
 #include "config.h"
+#include "ulog_cmd.h"
 
 static void
 _usage(FILE *out)
@@ -23,12 +26,16 @@ _usage(FILE *out)
             "\n"
             "commands:\n"
             "  bench     load a server and report throughput and latency\n"
+            "  ulog      dump, verify or replay an update log\n"
             "  version   print the version\n"
             "\n"
             "kura bench [--host H] [--port P] [--conns N] [--pipeline D]\n"
             "           [--keyspace K] [--prefix S] [--reads PCT]\n"
             "           [--value-size B] [--duration SEC | --ops N]\n"
-            "           [--connect] [--json]\n");
+            "           [--connect] [--json]\n"
+            "kura ulog dump DIR [--after LSN]\n"
+            "kura ulog verify DIR\n"
+            "kura ulog replay DIR DBNAME [--after LSN]\n");
 }
 
 static int
@@ -121,6 +128,9 @@ main(int argc, char **argv)
     }
     if (strcmp(argv[1], "bench") == 0) {
         return _cmd_bench(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "ulog") == 0) {
+        return ulog_cmd(argc - 1, argv + 1);
     }
     if (strcmp(argv[1], "version") == 0) {
         printf("kura %s\n", PACKAGE_VERSION);

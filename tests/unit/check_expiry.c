@@ -37,7 +37,7 @@ END_TEST
 
 START_TEST(test_flush_immediate)
 {
-    struct expiry_flush f = {0, 0};
+    struct expiry_flush f = {0, 0, 0};
     uint64_t now = (uint64_t)NOW * 1000000u;
 
     ck_assert(!expiry_flushed(&f, now, now));
@@ -53,12 +53,12 @@ END_TEST
 
 START_TEST(test_flush_delayed)
 {
-    struct expiry_flush f = {0, 0};
+    struct expiry_flush f = {0, 0, 0};
     uint64_t now = (uint64_t)NOW * 1000000u;
     uint64_t deadline = expiry_flush_deadline(2, now);
 
     ck_assert_uint_eq(deadline, now + 2000000u);
-    expiry_flush_apply(&f, 0, deadline);
+    expiry_flush_apply(&f, now, deadline);
     /* Before the deadline nothing is invalid. */
     ck_assert(!expiry_flushed(&f, now - 1, now + 1999999u));
     /* At the deadline, everything written up to it is, including writes
@@ -76,10 +76,10 @@ START_TEST(test_flush_pending_keeps_earlier_flush)
 {
     /* memcached would show items of an earlier flush again while a later
      * delayed flush is pending; kura keeps them invalid. */
-    struct expiry_flush f = {0, 0};
+    struct expiry_flush f = {0, 0, 0};
     uint64_t now = (uint64_t)NOW * 1000000u;
     expiry_flush_apply(&f, now, 0);
-    expiry_flush_apply(&f, 0, now + 60000000u);
+    expiry_flush_apply(&f, now + 1, now + 60000000u);
     ck_assert(expiry_flushed(&f, now - 5, now + 1));
     /* A new immediate flush cancels the pending one. */
     expiry_flush_apply(&f, now + 10, 0);
@@ -98,6 +98,36 @@ START_TEST(test_flush_deadline_forms)
 }
 END_TEST
 
+START_TEST(test_flush_order_independent)
+{
+    /* Two servers see the same flushes in different orders and agree. */
+    uint64_t now = (uint64_t)NOW * 1000000u;
+    struct { uint64_t stamp, deadline; } ops[] = {
+        {now + 10, 0}, {now + 20, now + 60000000u}, {now + 15, now + 5000000u},
+        {now + 30, 0}, {now + 40, now + 90000000u},
+    };
+    /* A delayed flush issued before an immediate one, in both orders. */
+    struct expiry_flush c = {0, 0, 0};
+    struct expiry_flush d = {0, 0, 0};
+    expiry_flush_apply(&c, now + 20, now + 60000000u);
+    expiry_flush_apply(&c, now + 30, 0);
+    expiry_flush_apply(&d, now + 30, 0);
+    expiry_flush_apply(&d, now + 20, now + 60000000u);
+    ck_assert_uint_eq(c.pending_us, d.pending_us);
+    ck_assert_uint_eq(c.applied_us, d.applied_us);
+    struct expiry_flush a = {0, 0, 0};
+    struct expiry_flush b = {0, 0, 0};
+    for (int i = 0; i < 5; i++) {
+        expiry_flush_apply(&a, ops[i].stamp, ops[i].deadline);
+        expiry_flush_apply(&b, ops[4 - i].stamp, ops[4 - i].deadline);
+    }
+    ck_assert_uint_eq(a.applied_us, b.applied_us);
+    ck_assert_uint_eq(a.pending_us, b.pending_us);
+    ck_assert_uint_eq(a.pending_stamp, b.pending_stamp);
+    ck_assert_uint_eq(a.pending_us, now + 90000000u);
+}
+END_TEST
+
 static Suite *
 expiry_suite(void)
 {
@@ -111,6 +141,7 @@ expiry_suite(void)
     tcase_add_test(tc, test_flush_delayed);
     tcase_add_test(tc, test_flush_pending_keeps_earlier_flush);
     tcase_add_test(tc, test_flush_deadline_forms);
+    tcase_add_test(tc, test_flush_order_independent);
     suite_add_tcase(s, tc);
     return s;
 }

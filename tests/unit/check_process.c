@@ -65,7 +65,7 @@ _setup_with(const char *const *argv)
     store = store_open(&settings.db, err, sizeof(err));
     ck_assert_ptr_nonnull(store);
     clock_init(&clk, 0);
-    ck_assert_int_eq(txn_engine_init(&eng, store, &clk, 7, 1024, NULL, err,
+    ck_assert_int_eq(txn_engine_init(&eng, store, &clk, NULL, 7, 1024, NULL, err,
                                      sizeof(err)),
                      0);
     ck_assert_int_eq(txn_batch_init(&batch, &eng, 4096), 0);

@@ -13,6 +13,7 @@
 
 #include "txn.h"
 #include "unit_main.h"
+#include "util.h"
 
 static struct store *store;
 static struct clock clk;
@@ -36,7 +37,7 @@ _setup(void)
     char flush[160];
     snprintf(flush, sizeof(flush), "%s/t.tch.flush", dir);
     /* Few stripes, so that batches collide often. */
-    ck_assert_int_eq(txn_engine_init(&eng, store, &clk, 1, 64, flush, err,
+    ck_assert_int_eq(txn_engine_init(&eng, store, &clk, NULL, 1, 64, flush, err,
                                      sizeof(err)),
                      0);
 }
@@ -277,7 +278,7 @@ START_TEST(test_flush_state_persists)
     /* A new engine over the same files loads the same state. */
     struct txn_engine again;
     snprintf(flush, sizeof(flush), "%s/t.tch.flush", dir);
-    ck_assert_int_eq(txn_engine_init(&again, store, &clk, 1, 64, flush, err,
+    ck_assert_int_eq(txn_engine_init(&again, store, &clk, NULL, 1, 64, flush, err,
                                      sizeof(err)),
                      0);
     struct expiry_flush g;
@@ -285,6 +286,134 @@ START_TEST(test_flush_state_persists)
     ck_assert_uint_eq(g.applied_us, f.applied_us);
     ck_assert_uint_eq(g.pending_us, f.pending_us);
     txn_engine_deinit(&again);
+}
+END_TEST
+
+/* Builds a replicated PUT record (sealed) for key = value. */
+static struct logrec
+_remote(uint8_t *buf, const char *key, const char *value, uint64_t ts,
+        uint32_t sid, enum record_kind kind, uint32_t exptime)
+{
+    struct record_meta m = {kind, 0, exptime, ts, ts, sid};
+    uint8_t env[RECORD_HEADER_MAX];
+    size_t elen = record_encode(&m, env);
+    size_t vlen = value != NULL ? strlen(value) : 0;
+    uint8_t *p = logrec_begin(buf, LOGREC_PUT, sid, key, strlen(key),
+                              elen + vlen);
+    memcpy(p, env, elen);
+    if (vlen > 0) {
+        memcpy(p + elen, value, vlen);
+    }
+    logrec_seal(buf, ts + 5, 1);
+    struct logrec r;
+    ck_assert_int_eq(logrec_decode(buf, logrec_size(strlen(key), elen + vlen),
+                                   &r),
+                     LOGREC_OK);
+    return r;
+}
+
+static bool
+_apply_remote(struct txn_batch *b, const struct logrec *r)
+{
+    bool applied = false;
+    ck_assert_int_eq(txn_stage_replicated(b, r, &applied), TXN_OK);
+    ck_assert_int_eq(txn_commit(b), TXN_OK);
+    return applied;
+}
+
+START_TEST(test_conflict_rule_converges_in_any_order)
+{
+    /* Three writes to one key from two servers, applied in every order,
+     * always leave the one with the highest (ts, sid). */
+    static const struct {
+        const char *value;
+        uint64_t ts;
+        uint32_t sid;
+    } w[3] = {{"from-A-100", 100, 1}, {"from-B-100", 100, 2},
+              {"from-A-90", 90, 1}};
+    static const int orders[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                     {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    for (int o = 0; o < 6; o++) {
+        struct txn_batch b;
+        char key[8];
+        char v[64];
+        ck_assert_int_eq(txn_batch_init(&b, &eng, 1024), 0);
+        snprintf(key, sizeof(key), "o%d", o);
+        for (int i = 0; i < 3; i++) {
+            uint8_t buf[256];
+            int k = orders[o][i];
+            struct logrec r = _remote(buf, key, w[k].value, w[k].ts, w[k].sid,
+                                      RECORD_VALUE, 0);
+            _apply_remote(&b, &r);
+        }
+        ck_assert(_get(&b, key, v, sizeof(v)));
+        ck_assert_str_eq(v, "from-B-100");
+        txn_batch_deinit(&b);
+    }
+}
+END_TEST
+
+START_TEST(test_replicated_delete_and_late_older_write)
+{
+    struct txn_batch b;
+    uint8_t buf[256];
+    char v[64];
+    eng.keep_tombstones = true; /* as with an update log (T6) */
+    ck_assert_int_eq(txn_batch_init(&b, &eng, 1024), 0);
+    struct logrec r = _remote(buf, "d", "v1", 100, 2, RECORD_VALUE, 0);
+    ck_assert(_apply_remote(&b, &r));
+    r = _remote(buf, "d", NULL, 200, 2, RECORD_TOMBSTONE, 0);
+    ck_assert(_apply_remote(&b, &r));
+    ck_assert(!_get(&b, "d", v, sizeof(v)));
+    /* An older write arriving late loses to the delete. */
+    r = _remote(buf, "d", "late", 150, 1, RECORD_VALUE, 0);
+    ck_assert(!_apply_remote(&b, &r));
+    ck_assert(!_get(&b, "d", v, sizeof(v)));
+    /* A newer one wins. */
+    r = _remote(buf, "d", "new", 250, 1, RECORD_VALUE, 0);
+    ck_assert(_apply_remote(&b, &r));
+    ck_assert(_get(&b, "d", v, sizeof(v)));
+    ck_assert_str_eq(v, "new");
+    txn_batch_deinit(&b);
+}
+END_TEST
+
+START_TEST(test_replicated_expired_value_never_comes_back)
+{
+    struct txn_batch b;
+    struct txn_current cur;
+    uint8_t buf[256];
+    eng.keep_tombstones = true;
+    ck_assert_int_eq(txn_batch_init(&b, &eng, 1024), 0);
+    struct logrec r = _remote(buf, "e", "gone", 100, 2, RECORD_VALUE, 1);
+    ck_assert(_apply_remote(&b, &r));
+    ck_assert_int_eq(txn_read(&b, "e", 1, &cur), TXN_OK);
+    /* Stored as a tombstone with the write's stamp, never as a value. */
+    ck_assert(cur.found && cur.meta.kind == RECORD_TOMBSTONE);
+    ck_assert_uint_eq(cur.meta.ts, 100);
+    txn_current_release(&cur);
+    /* So an older write that arrives later still loses. */
+    r = _remote(buf, "e", "older", 50, 1, RECORD_VALUE, 0);
+    ck_assert(!_apply_remote(&b, &r));
+    txn_batch_deinit(&b);
+}
+END_TEST
+
+START_TEST(test_replication_observes_the_clock)
+{
+    struct txn_batch b;
+    uint8_t buf[256];
+    ck_assert_int_eq(txn_batch_init(&b, &eng, 1024), 0);
+    uint64_t future = util_now_us() + 3600ULL * 1000000u;
+    struct logrec r = _remote(buf, "c", "future", future, 2, RECORD_VALUE, 0);
+    ck_assert(_apply_remote(&b, &r));
+    /* A local write made after seeing it sorts after it. */
+    _put(&b, "c", "local");
+    txn_commit(&b);
+    char v[64];
+    ck_assert(_get(&b, "c", v, sizeof(v)));
+    ck_assert_str_eq(v, "local");
+    txn_batch_deinit(&b);
 }
 END_TEST
 
@@ -301,6 +430,10 @@ txn_suite(void)
     tcase_add_test(tc, test_t1_t4_no_lost_update_no_deadlock);
     tcase_add_test(tc, test_expire_only_matching_stamp);
     tcase_add_test(tc, test_flush_state_persists);
+    tcase_add_test(tc, test_conflict_rule_converges_in_any_order);
+    tcase_add_test(tc, test_replicated_delete_and_late_older_write);
+    tcase_add_test(tc, test_replicated_expired_value_never_comes_back);
+    tcase_add_test(tc, test_replication_observes_the_clock);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

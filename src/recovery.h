@@ -1,0 +1,35 @@
+/*
+ * recovery: brings the database up to date with the update log at start.
+ *
+ * After an unclean stop the database may lack changes that were logged,
+ * and answered, after the last checkpoint (U4). Redo reads every record
+ * after the checkpoint and applies it with txn_redo(): a record whose
+ * (stamp, server id) is not newer than what the database holds is
+ * skipped, so redo is idempotent and a clean stop redoes nothing.
+ *
+ * Runs single-threaded, before any worker or replication thread starts.
+ */
+#ifndef KURA_RECOVERY_H
+#define KURA_RECOVERY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+#include "txn.h"
+#include "ulog.h"
+
+struct recovery_result {
+    uint64_t records; /* read after the checkpoint */
+    uint64_t applied; /* newer than the database, so applied */
+};
+
+/*
+ * Redoes the records of `ulog` after lsn `from` through `eng`. Returns 0,
+ * or -1 with a reason in `err` (a damaged log or a failing database).
+ */
+int recovery_redo(struct txn_engine *eng, struct ulog *ulog, uint64_t from,
+                  size_t scratch_cap, struct recovery_result *res,
+                  struct logger *log, char *err, size_t errlen);
+
+#endif

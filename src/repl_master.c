@@ -1,0 +1,572 @@
+/*
+ * repl_master: one sender thread per connected peer (see repl_master.h).
+ */
+#include "repl_master.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "atomicfile.h"
+#include "buf.h"
+#include "netio.h"
+#include "proto.h"
+#include "record.h"
+#include "util.h"
+
+#define HEARTBEAT_MS 200
+#define SEND_TIMEOUT_MS 10000
+#define SEND_CHUNK ((size_t)256 << 10)
+#define PERSIST_MS 1000
+
+struct sender {
+    struct repl_master *m;
+    int fd;
+    pthread_t thread;
+    struct repl_hello hello;
+    _Atomic bool stop;
+    _Atomic bool finished;
+    struct sender *next;
+    struct buf out;
+};
+
+struct peer {
+    uint32_t sid;
+    uint64_t acked;
+    uint64_t acked_seq;
+    bool connected;
+    uint64_t sent;
+    uint64_t resyncs;
+    struct sender *owner;
+};
+
+struct repl_master {
+    struct ulog *ulog;
+    struct store *store;
+    uint32_t sid;
+    bool durable_only;
+    struct logger *log;
+    char peers_path[PATH_MAX];
+    pthread_mutex_t lock;
+    struct peer peers[REPL_MAX_PEERS];
+    int npeers;
+    struct sender *senders;
+    bool stopping;
+    bool dirty;
+    uint64_t persisted_ms;
+    pthread_mutex_t persist_lock;
+};
+
+/* ------------------------------------------------------------- peers */
+
+static void
+_load_peers(struct repl_master *m)
+{
+    char text[4096];
+    long n = atomicfile_read(m->peers_path, text, sizeof(text));
+    if (n <= 0) {
+        return;
+    }
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        unsigned sid;
+        uint64_t acked;
+        if (sscanf(line, "peer %u %" SCNu64, &sid, &acked) == 2 &&
+            m->npeers < REPL_MAX_PEERS) {
+            m->peers[m->npeers].sid = sid;
+            m->peers[m->npeers].acked = acked;
+            m->npeers++;
+        }
+    }
+}
+
+/* Writes the peers file if it changed and PERSIST_MS passed. */
+static void
+_persist_peers(struct repl_master *m, bool force)
+{
+    char text[4096];
+    size_t n = 0;
+
+    pthread_mutex_lock(&m->persist_lock);
+    pthread_mutex_lock(&m->lock);
+    uint64_t now = util_mono_ms();
+    bool due = m->dirty && (force || now - m->persisted_ms >= PERSIST_MS);
+    if (due) {
+        for (int i = 0; i < m->npeers; i++) {
+            n += (size_t)snprintf(text + n, sizeof(text) - n,
+                                  "peer %u %" PRIu64 "\n", m->peers[i].sid,
+                                  m->peers[i].acked);
+        }
+        m->dirty = false;
+        m->persisted_ms = now;
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (due && atomicfile_write(m->peers_path, text, n) != 0) {
+        log_limited(m->log, LOG_ERROR, "repl: cannot write %s: %s",
+                    m->peers_path, strerror(errno));
+    }
+    pthread_mutex_unlock(&m->persist_lock);
+}
+
+/* Finds or adds the peer `sid` and makes `s` its connection. */
+static struct peer *
+_attach(struct repl_master *m, struct sender *s)
+{
+    struct peer *p = NULL;
+
+    pthread_mutex_lock(&m->lock);
+    for (int i = 0; i < m->npeers; i++) {
+        if (m->peers[i].sid == s->hello.sid) {
+            p = &m->peers[i];
+        }
+    }
+    if (p == NULL && m->npeers < REPL_MAX_PEERS) {
+        p = &m->peers[m->npeers++];
+        memset(p, 0, sizeof(*p));
+        p->sid = s->hello.sid;
+        /* A new peer holds back nothing it has not asked for. */
+        p->acked = s->hello.after;
+        m->dirty = true;
+    }
+    if (p != NULL) {
+        if (p->owner != NULL) {
+            atomic_store(&p->owner->stop, true); /* a stale connection */
+        }
+        p->owner = s;
+        p->connected = true;
+        p->sent = 0;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return p;
+}
+
+static void
+_detach(struct repl_master *m, struct sender *s, struct peer *p)
+{
+    pthread_mutex_lock(&m->lock);
+    if (p != NULL && p->owner == s) {
+        p->owner = NULL;
+        p->connected = false;
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+uint64_t
+repl_master_acked(struct repl_master *m)
+{
+    uint64_t acked = UINT64_MAX;
+    pthread_mutex_lock(&m->lock);
+    for (int i = 0; i < m->npeers; i++) {
+        if (m->peers[i].acked < acked) {
+            acked = m->peers[i].acked;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return acked;
+}
+
+int
+repl_master_stats(struct repl_master *m, struct repl_peer_stats *out, int max)
+{
+    int n = 0;
+    pthread_mutex_lock(&m->lock);
+    for (int i = 0; i < m->npeers && n < max; i++, n++) {
+        out[n].sid = m->peers[i].sid;
+        out[n].connected = m->peers[i].connected;
+        out[n].acked_lsn = m->peers[i].acked;
+        out[n].acked_seq = m->peers[i].acked_seq;
+        out[n].sent = m->peers[i].sent;
+        out[n].resyncs = m->peers[i].resyncs;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return n;
+}
+
+/* ------------------------------------------------------------ sending */
+
+static bool
+_stopped(struct sender *s)
+{
+    if (atomic_load(&s->stop)) {
+        return true;
+    }
+    pthread_mutex_lock(&s->m->lock);
+    bool stopping = s->m->stopping;
+    pthread_mutex_unlock(&s->m->lock);
+    return stopping;
+}
+
+static int
+_flush(struct sender *s)
+{
+    if (buf_len(&s->out) == 0) {
+        return 0;
+    }
+    int rc = netio_send_all(s->fd, buf_head(&s->out), buf_len(&s->out),
+                            SEND_TIMEOUT_MS);
+    buf_reset(&s->out);
+    return rc;
+}
+
+static int
+_queue(struct sender *s, const void *p, size_t n)
+{
+    if (!buf_append(&s->out, p, n, SIZE_MAX)) {
+        return -1;
+    }
+    return buf_len(&s->out) >= SEND_CHUNK ? _flush(s) : 0;
+}
+
+static int
+_send_line(struct sender *s, const char *fmt, uint32_t arg)
+{
+    char line[128];
+    int n = snprintf(line, sizeof(line), fmt, arg);
+    return netio_send_all(s->fd, line, (size_t)n, SEND_TIMEOUT_MS);
+}
+
+/* Sends a snapshot of the database. Returns the lsn it covers, or 0. */
+static uint64_t
+_send_snapshot(struct sender *s, struct peer *p)
+{
+    struct repl_master *m = s->m;
+    uint8_t hdr[REPL_FRAME_HEADER + 2 + PROTO_KEY_MAX];
+    char key[PROTO_KEY_MAX + 1];
+    size_t nkey;
+    size_t cap = (size_t)64 << 10;
+    uint8_t *scratch = malloc(cap);
+    uint64_t count = 0;
+    bool ok = scratch != NULL;
+
+    /* Every record up to `safe` is in the database as the walk starts;
+     * later changes follow from the log, and newer always wins. */
+    uint64_t safe = ulog_applied_lsn(m->ulog);
+    uint8_t frame[16];
+    ok = ok && _queue(s, frame, repl_encode_u64(frame, REPL_FRAME_SNAP_BEGIN,
+                                                safe)) == 0;
+    store_iter_acquire(m->store);
+    store_iter_init(m->store);
+    while (ok && !_stopped(s)) {
+        enum store_status st =
+            store_iter_next(m->store, key, sizeof(key), &nkey);
+        if (st == STORE_NOTFOUND) {
+            break;
+        }
+        if (st != STORE_OK) {
+            ok = false;
+            break;
+        }
+        struct store_value v;
+        if (store_get(m->store, key, nkey, scratch, cap, &v) != STORE_OK) {
+            continue; /* removed meanwhile: the log carries that */
+        }
+        size_t h = repl_encode_snap_item(hdr, key, nkey, v.len);
+        ok = _queue(s, hdr, h) == 0 && _queue(s, v.data, v.len) == 0;
+        store_value_release(&v);
+        count++;
+    }
+    store_iter_release(m->store);
+    free(scratch);
+    ok = ok && !_stopped(s) &&
+         _queue(s, frame, repl_encode_u64(frame, REPL_FRAME_SNAP_END,
+                                          count)) == 0 &&
+         _flush(s) == 0;
+    if (!ok) {
+        return 0;
+    }
+    pthread_mutex_lock(&m->lock);
+    p->resyncs++;
+    pthread_mutex_unlock(&m->lock);
+    log_info(m->log, "repl: sent a full snapshot of %" PRIu64 " records to "
+             "peer %u (up to lsn %" PRIu64 ")", count, s->hello.sid, safe);
+    return safe == 0 ? 1 : safe;
+}
+
+/* Reads acknowledgements without blocking. Returns -1 if the peer left. */
+static int
+_read_acks(struct sender *s, struct peer *p, uint8_t *buf, size_t *have,
+           size_t cap)
+{
+    for (;;) {
+        ssize_t n = recv(s->fd, buf + *have, cap - *have, MSG_DONTWAIT);
+        if (n == 0) {
+            return -1;
+        }
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                break;
+            }
+            if (errno == EINTR) {
+                continue;
+            }
+            return -1;
+        }
+        *have += (size_t)n;
+        size_t off = 0;
+        struct repl_frame f;
+        enum repl_status st;
+        while ((st = repl_frame_decode(buf + off, *have - off, &f)) ==
+               REPL_OK) {
+            if (f.type != REPL_FRAME_ACK) {
+                return -1;
+            }
+            pthread_mutex_lock(&s->m->lock);
+            if (f.lsn > p->acked) {
+                p->acked = f.lsn;
+                s->m->dirty = true;
+            }
+            if (f.seq > p->acked_seq) {
+                p->acked_seq = f.seq;
+            }
+            pthread_mutex_unlock(&s->m->lock);
+            off += f.len;
+        }
+        if (st == REPL_CORRUPT) {
+            return -1;
+        }
+        memmove(buf, buf + off, *have - off);
+        *have -= off;
+        if (*have == cap) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void
+_stream(struct sender *s, struct peer *p, struct ulog_reader *r)
+{
+    struct repl_master *m = s->m;
+    uint8_t acks[256];
+    size_t have = 0;
+    uint64_t pos_seq = 0;
+    uint64_t next_heartbeat = 0;
+
+    while (!_stopped(s)) {
+        struct logrec rec;
+        enum ulog_status st = ulog_reader_next(r, &rec, m->durable_only);
+        if (st == ULOG_OK) {
+            pos_seq = rec.seq;
+            if (rec.sid == s->hello.sid) {
+                continue; /* never send a change back where it came from */
+            }
+            uint8_t hdr[REPL_FRAME_HEADER];
+            repl_frame_header(hdr, REPL_FRAME_RECORD, rec.len);
+            if (_queue(s, hdr, sizeof(hdr)) != 0 ||
+                _queue(s, rec.raw, rec.len) != 0) {
+                return;
+            }
+            pthread_mutex_lock(&m->lock);
+            p->sent++;
+            pthread_mutex_unlock(&m->lock);
+            continue;
+        }
+        if (st != ULOG_END) {
+            log_warn(m->log, "repl: peer %u: cannot read the update log "
+                     "(%d); disconnecting", s->hello.sid, (int)st);
+            return;
+        }
+        /* Caught up with what may be sent. */
+        uint64_t now = util_mono_ms();
+        if (now >= next_heartbeat) {
+            uint64_t end_lsn;
+            uint64_t end_seq;
+            ulog_position(m->ulog, &end_lsn, &end_seq);
+            uint64_t pos_lsn = ulog_reader_lsn(r);
+            if (pos_lsn >= end_lsn) {
+                pos_seq = end_seq;
+                pos_lsn = end_lsn;
+            }
+            if (pos_seq > end_seq) {
+                pos_seq = end_seq;
+            }
+            uint8_t hb[REPL_HEARTBEAT_LEN];
+            repl_encode_heartbeat(hb, end_lsn, end_seq, pos_lsn, pos_seq,
+                                  util_now_us());
+            if (_queue(s, hb, sizeof(hb)) != 0) {
+                return;
+            }
+            next_heartbeat = now + HEARTBEAT_MS;
+        }
+        if (_flush(s) != 0 || _read_acks(s, p, acks, &have, sizeof(acks)) != 0) {
+            return;
+        }
+        _persist_peers(m, false);
+        ulog_reader_wait(r, 50);
+    }
+}
+
+static void *
+_sender_main(void *arg)
+{
+    struct sender *s = arg;
+    struct repl_master *m = s->m;
+    struct ulog_reader *r = NULL;
+    struct peer *p = NULL;
+    uint64_t last_lsn;
+    uint64_t last_seq;
+
+    fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) & ~O_NONBLOCK);
+    if (s->hello.version != REPL_VERSION) {
+        _send_line(s, "REPL ERROR unsupported version %u\r\n",
+                   s->hello.version);
+        goto done;
+    }
+    if (s->hello.sid == m->sid) {
+        _send_line(s, "REPL ERROR the peer has this server's id %u\r\n",
+                   m->sid);
+        log_error(m->log, "repl: a peer connected with this server's own "
+                  "id %u; give each server its own -sid", m->sid);
+        goto done;
+    }
+    p = _attach(m, s);
+    if (p == NULL) {
+        _send_line(s, "REPL ERROR too many peers (%u)\r\n", REPL_MAX_PEERS);
+        goto done;
+    }
+    ulog_position(m->ulog, &last_lsn, &last_seq);
+    enum ulog_status st = ULOG_EGAP;
+    if (s->hello.after <= last_lsn) {
+        st = ulog_reader_open(m->ulog, s->hello.after, &r);
+    }
+    if (st == ULOG_OK) {
+        if (_send_line(s, "REPL OK %u\r\n", m->sid) != 0) {
+            goto done;
+        }
+        log_info(m->log, "repl: peer %u follows from lsn %" PRIu64,
+                 s->hello.sid, s->hello.after);
+    } else {
+        if (!(s->hello.flags & REPL_FLAG_ALLOW_RESYNC)) {
+            _send_line(s, "REPL ERROR position %u is no longer kept\r\n", 0);
+            goto done;
+        }
+        log_info(m->log, "repl: peer %u asked for lsn %" PRIu64 ", which is "
+                 "no longer kept: full resynchronisation", s->hello.sid,
+                 s->hello.after);
+        if (_send_line(s, "REPL RESYNC %u\r\n", m->sid) != 0) {
+            goto done;
+        }
+        uint64_t from = _send_snapshot(s, p);
+        if (from == 0 || ulog_reader_open(m->ulog, from, &r) != ULOG_OK) {
+            goto done;
+        }
+    }
+    _stream(s, p, r);
+done:
+    _flush(s);
+    ulog_reader_close(r);
+    _detach(m, s, p);
+    _persist_peers(m, true);
+    /* The descriptor is closed when the thread is reaped, so that
+     * repl_master_destroy() never shuts down a reused descriptor. */
+    shutdown(s->fd, SHUT_RDWR);
+    buf_deinit(&s->out);
+    atomic_store(&s->finished, true);
+    return NULL;
+}
+
+/* Joins and frees finished senders; the caller holds no lock. */
+static void
+_reap(struct repl_master *m, bool all)
+{
+    pthread_mutex_lock(&m->lock);
+    struct sender **link = &m->senders;
+    struct sender *done = NULL;
+    while (*link != NULL) {
+        struct sender *s = *link;
+        if (all || atomic_load(&s->finished)) {
+            *link = s->next;
+            s->next = done;
+            done = s;
+        } else {
+            link = &s->next;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    while (done != NULL) {
+        struct sender *s = done;
+        done = s->next;
+        pthread_join(s->thread, NULL);
+        close(s->fd);
+        free(s);
+    }
+}
+
+int
+repl_master_accept(struct repl_master *m, int fd, const char *args,
+                   size_t args_len)
+{
+    struct sender *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return -1;
+    }
+    _reap(m, false);
+    s->m = m;
+    s->fd = fd;
+    buf_init(&s->out);
+    if (!repl_hello_parse(args, args_len, &s->hello)) {
+        const char *msg = "REPL ERROR bad request\r\n";
+        netio_send_all(fd, msg, strlen(msg), 1000);
+        free(s);
+        return -1;
+    }
+    pthread_mutex_lock(&m->lock);
+    if (m->stopping ||
+        pthread_create(&s->thread, NULL, _sender_main, s) != 0) {
+        pthread_mutex_unlock(&m->lock);
+        free(s);
+        return -1;
+    }
+    s->next = m->senders;
+    m->senders = s;
+    pthread_mutex_unlock(&m->lock);
+    return 0;
+}
+
+struct repl_master *
+repl_master_create(struct ulog *ulog, struct store *store,
+                   const char *ulog_dir, uint32_t sid, bool durable_only,
+                   struct logger *log, char *err, size_t errlen)
+{
+    struct repl_master *m = calloc(1, sizeof(*m));
+    if (m == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    m->ulog = ulog;
+    m->store = store;
+    m->sid = sid;
+    m->durable_only = durable_only;
+    m->log = log;
+    snprintf(m->peers_path, sizeof(m->peers_path), "%s/peers", ulog_dir);
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_mutex_init(&m->persist_lock, NULL);
+    _load_peers(m);
+    return m;
+}
+
+void
+repl_master_destroy(struct repl_master *m)
+{
+    if (m == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&m->lock);
+    m->stopping = true;
+    for (struct sender *s = m->senders; s != NULL; s = s->next) {
+        atomic_store(&s->stop, true);
+        shutdown(s->fd, SHUT_RDWR); /* unblocks a send in progress */
+    }
+    pthread_mutex_unlock(&m->lock);
+    _reap(m, true);
+    _persist_peers(m, true);
+    pthread_mutex_destroy(&m->lock);
+    pthread_mutex_destroy(&m->persist_lock);
+    free(m);
+}

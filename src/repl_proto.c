@@ -1,0 +1,202 @@
+/*
+ * repl_proto: replication frame codec (see repl_proto.h).
+ */
+#include "repl_proto.h"
+
+#include <string.h>
+
+#include "util.h"
+
+static void
+_put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static void
+_put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static uint32_t
+_get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+static uint64_t
+_get64(const uint8_t *p)
+{
+    return (uint64_t)_get32(p) | (uint64_t)_get32(p + 4) << 32;
+}
+
+size_t
+repl_frame_header(uint8_t *out, enum repl_frame_type type, size_t plen)
+{
+    _put32(out, (uint32_t)(REPL_FRAME_HEADER + plen));
+    out[4] = (uint8_t)type;
+    out[5] = out[6] = out[7] = 0;
+    return REPL_FRAME_HEADER;
+}
+
+size_t
+repl_encode_heartbeat(uint8_t out[REPL_HEARTBEAT_LEN], uint64_t lsn,
+                      uint64_t seq, uint64_t pos_lsn, uint64_t pos_seq,
+                      uint64_t now_us)
+{
+    repl_frame_header(out, REPL_FRAME_HEARTBEAT, 40);
+    _put64(out + 8, lsn);
+    _put64(out + 16, seq);
+    _put64(out + 24, pos_lsn);
+    _put64(out + 32, pos_seq);
+    _put64(out + 40, now_us);
+    return REPL_HEARTBEAT_LEN;
+}
+
+size_t
+repl_encode_u64(uint8_t out[16], enum repl_frame_type type, uint64_t v)
+{
+    repl_frame_header(out, type, 8);
+    _put64(out + 8, v);
+    return 16;
+}
+
+size_t
+repl_encode_ack(uint8_t out[REPL_ACK_LEN], uint64_t lsn, uint64_t seq)
+{
+    repl_frame_header(out, REPL_FRAME_ACK, 16);
+    _put64(out + 8, lsn);
+    _put64(out + 16, seq);
+    return REPL_ACK_LEN;
+}
+
+size_t
+repl_encode_snap_item(uint8_t *out, const char *key, size_t nkey, size_t vlen)
+{
+    repl_frame_header(out, REPL_FRAME_SNAP_ITEM, 2 + nkey + vlen);
+    out[8] = (uint8_t)nkey;
+    out[9] = (uint8_t)(nkey >> 8);
+    memcpy(out + 10, key, nkey);
+    return REPL_FRAME_HEADER + 2 + nkey;
+}
+
+enum repl_status
+repl_frame_decode(const uint8_t *buf, size_t avail, struct repl_frame *f)
+{
+    memset(f, 0, sizeof(*f));
+    if (avail < REPL_FRAME_HEADER) {
+        return REPL_SHORT;
+    }
+    uint32_t len = _get32(buf);
+    if (len < REPL_FRAME_HEADER || len > REPL_FRAME_MAX || buf[5] != 0 ||
+        buf[6] != 0 || buf[7] != 0) {
+        return REPL_CORRUPT;
+    }
+    f->len = len;
+    if (avail < len) {
+        return REPL_SHORT;
+    }
+    f->type = (enum repl_frame_type)buf[4];
+    f->payload = buf + REPL_FRAME_HEADER;
+    f->plen = len - REPL_FRAME_HEADER;
+    switch (f->type) {
+    case REPL_FRAME_RECORD:
+        if (logrec_decode(f->payload, f->plen, &f->rec) != LOGREC_OK ||
+            f->rec.len != f->plen) {
+            return REPL_CORRUPT;
+        }
+        return REPL_OK;
+    case REPL_FRAME_HEARTBEAT:
+        if (f->plen != 40) {
+            return REPL_CORRUPT;
+        }
+        f->lsn = _get64(f->payload);
+        f->seq = _get64(f->payload + 8);
+        f->pos_lsn = _get64(f->payload + 16);
+        f->pos_seq = _get64(f->payload + 24);
+        f->now_us = _get64(f->payload + 32);
+        if (f->pos_seq > f->seq || f->pos_lsn > f->lsn) {
+            return REPL_CORRUPT;
+        }
+        return REPL_OK;
+    case REPL_FRAME_ACK:
+        if (f->plen != 16) {
+            return REPL_CORRUPT;
+        }
+        f->lsn = _get64(f->payload);
+        f->seq = _get64(f->payload + 8);
+        return REPL_OK;
+    case REPL_FRAME_SNAP_BEGIN:
+    case REPL_FRAME_SNAP_END:
+        if (f->plen != 8) {
+            return REPL_CORRUPT;
+        }
+        f->lsn = f->count = _get64(f->payload);
+        return REPL_OK;
+    case REPL_FRAME_SNAP_ITEM: {
+        if (f->plen < 2) {
+            return REPL_CORRUPT;
+        }
+        size_t nkey = (size_t)f->payload[0] | (size_t)f->payload[1] << 8;
+        if (nkey == 0 || 2 + nkey > f->plen) {
+            return REPL_CORRUPT;
+        }
+        f->key = (const char *)f->payload + 2;
+        f->nkey = nkey;
+        f->value = f->payload + 2 + nkey;
+        f->vlen = f->plen - 2 - nkey;
+        return REPL_OK;
+    }
+    default:
+        return REPL_CORRUPT;
+    }
+}
+
+/* Reads one space-separated number; advances `*pos`. */
+static bool
+_next_number(const char *s, size_t len, size_t *pos, uint64_t max,
+             uint64_t *out)
+{
+    size_t i = *pos;
+    while (i < len && s[i] == ' ') {
+        i++;
+    }
+    size_t start = i;
+    while (i < len && s[i] != ' ') {
+        i++;
+    }
+    *pos = i;
+    return util_parse_uint(s + start, i - start, max, out);
+}
+
+bool
+repl_hello_parse(const char *args, size_t len, struct repl_hello *h)
+{
+    uint64_t v[4];
+    size_t pos = 0;
+    static const uint64_t max[4] = {UINT32_MAX, UINT32_MAX, UINT64_MAX,
+                                    UINT32_MAX};
+
+    for (int i = 0; i < 4; i++) {
+        if (!_next_number(args, len, &pos, max[i], &v[i])) {
+            return false;
+        }
+    }
+    while (pos < len && args[pos] == ' ') {
+        pos++;
+    }
+    if (pos != len || v[1] == 0) {
+        return false;
+    }
+    h->version = (uint32_t)v[0];
+    h->sid = (uint32_t)v[1];
+    h->after = v[2];
+    h->flags = (uint32_t)v[3];
+    return true;
+}

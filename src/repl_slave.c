@@ -1,0 +1,482 @@
+/*
+ * repl_slave: the standby side of replication (see repl_slave.h).
+ */
+#include "repl_slave.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "atomicfile.h"
+#include "buf.h"
+#include "netio.h"
+#include "repl_proto.h"
+#include "util.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+#define PERSIST_MS 100
+#define HELLO_TIMEOUT_MS 5000
+#define SILENCE_MS 5000 /* no frame for this long: the master is gone */
+#define RING 128
+
+/* A commit whose durability advances the acknowledged position. */
+struct pending {
+    uint64_t local_lsn; /* our log position of the commit (0: none) */
+    uint64_t pos_lsn;   /* master position it completes */
+    uint64_t pos_seq;
+};
+
+struct repl_slave {
+    struct repl_slave_options o;
+    struct txn_engine *eng;
+    struct logger *log;
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool stopping;
+    int fd;
+    struct repl_slave_stats st;
+    uint64_t rts;       /* durable master position, as persisted */
+    uint64_t rts_seq;
+    uint64_t master_seq;    /* master log end, from the last heartbeat */
+    uint64_t master_now_us;
+    struct txn_batch batch;
+    struct pending ring[RING];
+    int nring;
+};
+
+static int
+_read_rts(struct repl_slave *s, char *err, size_t errlen)
+{
+    char text[128];
+    long n = atomicfile_read(s->o.rts_path, text, sizeof(text));
+    if (n < 0) {
+        if (errno == ENOENT) {
+            return 0;
+        }
+        snprintf(err, errlen, "cannot read %s: %s", s->o.rts_path,
+                 strerror(errno));
+        return -1;
+    }
+    uint64_t lsn = 0;
+    uint64_t seq = 0;
+    /* "rts <lsn> <seq>", or ttserver's bare number. */
+    if (sscanf(text, "rts %" SCNu64 " %" SCNu64, &lsn, &seq) < 1 &&
+        sscanf(text, "%" SCNu64, &lsn) != 1) {
+        snprintf(err, errlen, "%s is corrupt", s->o.rts_path);
+        return -1;
+    }
+    s->rts = lsn;
+    s->rts_seq = seq;
+    return 0;
+}
+
+static void
+_write_rts(struct repl_slave *s, uint64_t lsn, uint64_t seq)
+{
+    char text[128];
+    int n = snprintf(text, sizeof(text), "rts %" PRIu64 " %" PRIu64 "\n", lsn,
+                     seq);
+    if (atomicfile_write(s->o.rts_path, text, (size_t)n) != 0) {
+        log_limited(s->log, LOG_ERROR, "repl: cannot write %s: %s",
+                    s->o.rts_path, strerror(errno));
+    }
+}
+
+static bool
+_stopping(struct repl_slave *s)
+{
+    pthread_mutex_lock(&s->lock);
+    bool stop = s->stopping;
+    pthread_mutex_unlock(&s->lock);
+    return stop;
+}
+
+/* Sleeps `ms` unless asked to stop. */
+static void
+_pause(struct repl_slave *s, unsigned ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    until.tv_sec += ms / 1000 + until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    pthread_mutex_lock(&s->lock);
+    while (!s->stopping &&
+           pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT) {
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Records that a commit at `local_lsn` completes master position `pos`. */
+static void
+_push(struct repl_slave *s, uint64_t local_lsn, uint64_t pos_lsn,
+      uint64_t pos_seq)
+{
+    if (s->nring == RING) {
+        /* Coalesce into the newest entry: a later, larger wait. */
+        s->ring[RING - 1] = (struct pending){local_lsn, pos_lsn, pos_seq};
+        return;
+    }
+    s->ring[s->nring++] = (struct pending){local_lsn, pos_lsn, pos_seq};
+}
+
+/* The highest master position whose commits are durable here. */
+static void
+_durable_position(struct repl_slave *s, uint64_t *lsn, uint64_t *seq)
+{
+    struct ulog *u = s->eng->ulog;
+    uint64_t durable = u == NULL || s->eng->uas ? UINT64_MAX
+                                                : ulog_durable_lsn(u);
+    int done = 0;
+    while (done < s->nring && s->ring[done].local_lsn <= durable) {
+        if (s->ring[done].pos_lsn > *lsn) {
+            *lsn = s->ring[done].pos_lsn;
+        }
+        if (s->ring[done].pos_seq > *seq) {
+            *seq = s->ring[done].pos_seq;
+        }
+        done++;
+    }
+    memmove(s->ring, s->ring + done, (size_t)(s->nring - done) *
+                                         sizeof(s->ring[0]));
+    s->nring -= done;
+}
+
+struct session {
+    struct buf in;
+    uint64_t pos_lsn; /* master position received and staged */
+    uint64_t pos_seq;
+    bool in_snapshot;
+    uint64_t snap_lsn;
+    uint64_t next_persist;
+    uint64_t last_frame_ms;
+};
+
+/* Applies one frame. Returns -1 to end the session. */
+static int
+_frame(struct repl_slave *s, struct session *ss, const struct repl_frame *f)
+{
+    bool applied = false;
+    enum txn_status st = TXN_OK;
+
+    switch (f->type) {
+    case REPL_FRAME_RECORD:
+        st = txn_stage_replicated(&s->batch, &f->rec, &applied);
+        if (!ss->in_snapshot) {
+            ss->pos_lsn = f->rec.lsn;
+            ss->pos_seq = f->rec.seq;
+        }
+        break;
+    case REPL_FRAME_HEARTBEAT:
+        pthread_mutex_lock(&s->lock);
+        s->st.master_lsn = f->lsn;
+        s->master_seq = f->seq;
+        s->master_now_us = f->now_us;
+        pthread_mutex_unlock(&s->lock);
+        if (!ss->in_snapshot) {
+            if (f->pos_lsn > ss->pos_lsn) {
+                ss->pos_lsn = f->pos_lsn;
+            }
+            if (f->pos_seq > ss->pos_seq) {
+                ss->pos_seq = f->pos_seq;
+            }
+        }
+        return 0;
+    case REPL_FRAME_SNAP_BEGIN:
+        ss->in_snapshot = true;
+        ss->snap_lsn = f->lsn;
+        log_info(s->log, "repl: receiving a full snapshot from %s:%d",
+                 s->o.host, s->o.port);
+        return 0;
+    case REPL_FRAME_SNAP_ITEM: {
+        struct record_meta m;
+        const uint8_t *v;
+        size_t vlen;
+        if (record_decode(f->value, f->vlen, &m, &v, &vlen) != RECORD_OK) {
+            return -1;
+        }
+        struct logrec rec;
+        memset(&rec, 0, sizeof(rec));
+        rec.op = LOGREC_PUT;
+        rec.sid = m.sid;
+        rec.key = f->key;
+        rec.nkey = f->nkey;
+        rec.payload = f->value;
+        rec.plen = f->vlen;
+        st = txn_stage_replicated(&s->batch, &rec, &applied);
+        break;
+    }
+    case REPL_FRAME_SNAP_END:
+        ss->in_snapshot = false;
+        ss->pos_lsn = ss->snap_lsn;
+        ss->pos_seq = 0;
+        pthread_mutex_lock(&s->lock);
+        s->st.resyncs++;
+        pthread_mutex_unlock(&s->lock);
+        log_info(s->log, "repl: snapshot of %" PRIu64 " records applied",
+                 f->count);
+        return 0;
+    default:
+        return -1;
+    }
+    if (st != TXN_OK) {
+        log_limited(s->log, LOG_ERROR, "repl: cannot apply a change from "
+                    "the master (%d); reconnecting", (int)st);
+        return -1;
+    }
+    pthread_mutex_lock(&s->lock);
+    s->st.received++;
+    s->st.applied += applied ? 1 : 0;
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+/* Persists and acknowledges what became durable. Returns -1 on error. */
+static int
+_acknowledge(struct repl_slave *s, struct session *ss, int fd, bool force)
+{
+    uint64_t lsn = s->rts;
+    uint64_t seq = s->rts_seq;
+    _durable_position(s, &lsn, &seq);
+    uint64_t now = util_mono_ms();
+    if (!force && now < ss->next_persist) {
+        return 0;
+    }
+    ss->next_persist = now + PERSIST_MS;
+    if (lsn > s->rts) {
+        _write_rts(s, lsn, seq);
+        pthread_mutex_lock(&s->lock);
+        s->rts = lsn;
+        if (seq > s->rts_seq) {
+            s->rts_seq = seq;
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+    uint8_t ack[REPL_ACK_LEN];
+    repl_encode_ack(ack, s->rts, s->rts_seq);
+    return netio_send_all(fd, ack, sizeof(ack), 2000);
+}
+
+static void
+_session(struct repl_slave *s, int fd)
+{
+    char line[256];
+    struct session ss;
+    unsigned master_sid = 0;
+
+    memset(&ss, 0, sizeof(ss));
+    buf_init(&ss.in);
+    int n = snprintf(line, sizeof(line), "REPL %u %u %" PRIu64 " %u\r\n",
+                     REPL_VERSION, s->o.sid, s->rts, REPL_FLAG_ALLOW_RESYNC);
+    if (netio_send_all(fd, line, (size_t)n, HELLO_TIMEOUT_MS) != 0 ||
+        netio_read_line(fd, line, sizeof(line), HELLO_TIMEOUT_MS) < 0) {
+        log_limited(s->log, LOG_WARN, "repl: no answer from %s:%d",
+                    s->o.host, s->o.port);
+        return;
+    }
+    if (sscanf(line, "REPL OK %u", &master_sid) != 1 &&
+        sscanf(line, "REPL RESYNC %u", &master_sid) != 1) {
+        log_limited(s->log, LOG_ERROR, "repl: master %s:%d refused: %s",
+                    s->o.host, s->o.port, line);
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    s->st.connected = true;
+    s->st.master_sid = master_sid;
+    s->st.connects++;
+    pthread_mutex_unlock(&s->lock);
+    log_info(s->log, "repl: following %s:%d (server %u) from lsn %" PRIu64,
+             s->o.host, s->o.port, master_sid, s->rts);
+    ss.pos_lsn = s->rts;
+    ss.pos_seq = s->rts_seq;
+    ss.last_frame_ms = util_mono_ms();
+    while (!_stopping(s)) {
+        int r = netio_wait_readable(fd, 50);
+        if (r < 0) {
+            break;
+        }
+        if (r > 0) {
+            if (!buf_reserve(&ss.in, 1 << 16, REPL_FRAME_MAX + (1 << 16))) {
+                break;
+            }
+            ssize_t got = recv(fd, buf_tail(&ss.in), buf_room(&ss.in), 0);
+            if (got <= 0) {
+                log_info(s->log, "repl: master %s:%d closed the connection",
+                         s->o.host, s->o.port);
+                break;
+            }
+            buf_produce(&ss.in, (size_t)got);
+            ss.last_frame_ms = util_mono_ms();
+        } else if (util_mono_ms() - ss.last_frame_ms > SILENCE_MS) {
+            log_warn(s->log, "repl: master %s:%d silent for %d ms; "
+                     "reconnecting", s->o.host, s->o.port, SILENCE_MS);
+            break;
+        }
+        struct repl_frame f;
+        enum repl_status fs;
+        bool failed = false;
+        while ((fs = repl_frame_decode((const uint8_t *)buf_head(&ss.in),
+                                       buf_len(&ss.in), &f)) == REPL_OK) {
+            if (_frame(s, &ss, &f) != 0) {
+                failed = true;
+                break;
+            }
+            buf_consume(&ss.in, f.len);
+        }
+        if (failed || fs == REPL_CORRUPT) {
+            if (fs == REPL_CORRUPT) {
+                log_error(s->log, "repl: garbage from %s:%d; reconnecting",
+                          s->o.host, s->o.port);
+            }
+            break;
+        }
+        if (fs == REPL_SHORT && f.len > 0 && buf_len(&ss.in) < f.len &&
+            !buf_reserve(&ss.in, f.len - buf_len(&ss.in),
+                         REPL_FRAME_MAX + (1 << 16))) {
+            break;
+        }
+        if (txn_commit(&s->batch) != TXN_OK) {
+            break;
+        }
+        if (!ss.in_snapshot) {
+            _push(s, s->batch.last_lsn, ss.pos_lsn, ss.pos_seq);
+        }
+        if (_acknowledge(s, &ss, fd, false) != 0) {
+            break;
+        }
+    }
+    txn_commit(&s->batch);
+    _acknowledge(s, &ss, fd, true);
+    buf_deinit(&ss.in);
+}
+
+static void *
+_main(void *arg)
+{
+    struct repl_slave *s = arg;
+    unsigned backoff = BACKOFF_MIN_MS;
+
+    while (!_stopping(s)) {
+        int fd = netio_connect(s->o.host, s->o.port, 2000);
+        if (fd < 0) {
+            log_limited(s->log, LOG_WARN, "repl: cannot reach master %s:%d: "
+                        "%s; retrying", s->o.host, s->o.port,
+                        strerror(errno));
+            _pause(s, backoff);
+            backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
+                                                   : backoff * 2;
+            continue;
+        }
+        pthread_mutex_lock(&s->lock);
+        s->fd = fd;
+        pthread_mutex_unlock(&s->lock);
+        uint64_t started = util_mono_ms();
+        _session(s, fd);
+        pthread_mutex_lock(&s->lock);
+        s->fd = -1;
+        s->st.connected = false;
+        pthread_mutex_unlock(&s->lock);
+        close(fd);
+        if (util_mono_ms() - started > 1000) {
+            backoff = BACKOFF_MIN_MS;
+        }
+        _pause(s, backoff);
+        backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+    }
+    return NULL;
+}
+
+struct repl_slave *
+repl_slave_create(const struct repl_slave_options *o, struct txn_engine *eng,
+                  struct logger *log, char *err, size_t errlen)
+{
+    struct repl_slave *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->o = *o;
+    s->eng = eng;
+    s->log = log;
+    s->fd = -1;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    if (_read_rts(s, err, errlen) != 0 ||
+        txn_batch_init(&s->batch, eng, o->scratch_cap) != 0) {
+        if (err[0] == '\0') {
+            snprintf(err, errlen, "cannot set up replication");
+        }
+        pthread_mutex_destroy(&s->lock);
+        pthread_cond_destroy(&s->cond);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+int
+repl_slave_start(struct repl_slave *s)
+{
+    if (pthread_create(&s->thread, NULL, _main, s) != 0) {
+        return -1;
+    }
+    s->started = true;
+    return 0;
+}
+
+uint64_t
+repl_slave_applied(struct repl_slave *s)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t rts = s->rts;
+    pthread_mutex_unlock(&s->lock);
+    return rts;
+}
+
+void
+repl_slave_stats(struct repl_slave *s, struct repl_slave_stats *out)
+{
+    pthread_mutex_lock(&s->lock);
+    *out = s->st;
+    out->applied_lsn = s->rts;
+    out->lag_records = s->master_seq > s->rts_seq ? s->master_seq - s->rts_seq
+                                                  : 0;
+    if (out->master_lsn > s->rts) {
+        uint64_t ref = out->connected ? s->master_now_us : util_now_us();
+        out->lag_seconds = ref > s->rts ? (double)(ref - s->rts) / 1e6 : 0;
+    } else {
+        out->lag_seconds = 0;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void
+repl_slave_destroy(struct repl_slave *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    if (s->started) {
+        pthread_mutex_lock(&s->lock);
+        s->stopping = true;
+        if (s->fd >= 0) {
+            shutdown(s->fd, SHUT_RDWR);
+        }
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(s->thread, NULL);
+    }
+    txn_batch_deinit(&s->batch);
+    pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}

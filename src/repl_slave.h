@@ -1,0 +1,75 @@
+/*
+ * repl_slave: following a master (-mhost/-mport) as its standby.
+ *
+ * One thread connects to the master, asks for the records after the
+ * position in the -rts file, applies each one through the write path
+ * (txn_stage_replicated(): the newer (stamp, server id) wins, so a
+ * master/master pair converges whatever order changes cross in), logs it
+ * in this server's own update log, and acknowledges the position once it
+ * is durable here. The -rts file is replaced atomically, and only with
+ * positions already durable, at most every 100 ms (batches). If the
+ * master says the position is gone, a full snapshot is applied first.
+ * When the master is unreachable, the thread retries with backoff (100 ms
+ * doubling to 5 s) while this server keeps serving; nothing else waits.
+ *
+ * Thread-safety: repl_slave_stats() may be called from any thread.
+ */
+#ifndef KURA_REPL_SLAVE_H
+#define KURA_REPL_SLAVE_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "log.h"
+#include "txn.h"
+#include "ulog.h"
+
+struct repl_slave_stats {
+    bool connected;
+    uint32_t master_sid;
+    uint64_t applied_lsn;   /* master lsn applied and durable here (rts) */
+    uint64_t master_lsn;    /* master log end, from the last heartbeat */
+    uint64_t lag_records;
+    double lag_seconds;
+    uint64_t received;      /* records received in total */
+    uint64_t applied;       /* of which won and were applied */
+    uint64_t resyncs;
+    uint64_t connects;
+};
+
+struct repl_slave_options {
+    char host[PATH_MAX];
+    int port;
+    uint32_t sid;
+    char rts_path[PATH_MAX];
+    size_t scratch_cap;     /* largest record read without a heap copy */
+};
+
+struct repl_slave;
+
+/*
+ * Prepares replication from the master in `o`, applying through `eng`.
+ * Reads the -rts file. Returns NULL with a reason in `err` on failure.
+ */
+struct repl_slave *repl_slave_create(const struct repl_slave_options *o,
+                                     struct txn_engine *eng,
+                                     struct logger *log, char *err,
+                                     size_t errlen);
+
+/* Starts the thread. Returns 0 or -1. */
+int repl_slave_start(struct repl_slave *s);
+
+/*
+ * This server's durable position in the master's log: every change the
+ * master logged at or below it has been applied here (T6).
+ */
+uint64_t repl_slave_applied(struct repl_slave *s);
+
+/* Copies the current figures. */
+void repl_slave_stats(struct repl_slave *s, struct repl_slave_stats *out);
+
+/* Stops the thread, persists the position and frees `s`. NULL-safe. */
+void repl_slave_destroy(struct repl_slave *s);
+
+#endif

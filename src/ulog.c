@@ -1,0 +1,1278 @@
+/*
+ * ulog: segment files, group-commit appends, durability, checkpoints and
+ * readers (see ulog.h for the invariants U1-U5).
+ */
+#include "ulog.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "atomicfile.h"
+#include "crc32c.h"
+#include "util.h"
+
+static const char magic[8] = {'K', 'U', 'R', 'A', 'U', 'L', 'O', 'G'};
+#define ULOG_VERSION 1
+#define READ_BUF_MIN ((size_t)256 << 10)
+/* Disk blocks are reserved ahead of the append position in steps of this. */
+#define RESERVE_STEP ((uint64_t)4 << 20)
+
+struct segment {
+    uint64_t no;
+    uint64_t base_lsn; /* lsn of the last record before this segment */
+    uint64_t base_seq;
+    uint64_t size;     /* bytes of valid data, header included */
+};
+
+struct watcher {
+    void (*fn)(void *arg);
+    void *arg;
+    uint64_t want; /* notify once this lsn is durable; 0 = not waiting */
+};
+
+struct ulog {
+    struct ulog_options o;
+    int lock_fd;
+    pthread_mutex_t lock;
+    pthread_cond_t grown;     /* broadcast on every append and sync */
+    pthread_cond_t sync_cond; /* wakes the sync thread */
+    pthread_cond_t cp_cond;   /* wakes the checkpoint thread */
+    struct segment *segs;
+    size_t nsegs;
+    size_t cap;
+    int active_fd;
+    uint64_t reserved;     /* bytes of the active segment with blocks */
+    uint64_t last_lsn;
+    uint64_t last_seq;
+    uint64_t synced_lsn;
+    uint64_t checkpoint_lsn;
+    uint64_t bytes_at_checkpoint; /* total appended when it was taken */
+    uint64_t total_appended;
+    uint64_t inflight[ULOG_MAX_SLOTS]; /* first lsn not yet applied, or 0 */
+    int nslots;
+    struct watcher watchers[ULOG_MAX_WATCHERS];
+    int nwatchers;
+    bool failed;
+    bool stopping;
+    bool threads;
+    pthread_t sync_thread;
+    pthread_t cp_thread;
+    uint64_t appends;
+    uint64_t records;
+    uint64_t syncs;
+    uint64_t checkpoints;
+    uint64_t purged;
+};
+
+/* ---------------------------------------------------------------- files */
+
+static void
+_seg_path(const char *dir, uint64_t no, char *out, size_t len)
+{
+    snprintf(out, len, "%s/%08" PRIu64 ".ulog", dir, no);
+}
+
+static void
+_put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static uint64_t
+_get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) {
+        v = (v << 8) | p[i];
+    }
+    return v;
+}
+
+static void
+_encode_header(uint8_t h[ULOG_SEGMENT_HEADER], uint32_t sid,
+               const struct segment *s)
+{
+    memset(h, 0, ULOG_SEGMENT_HEADER);
+    memcpy(h, magic, 8);
+    h[8] = ULOG_VERSION;
+    for (int i = 0; i < 4; i++) {
+        h[12 + i] = (uint8_t)(sid >> (8 * i));
+    }
+    _put64(h + 16, s->no);
+    _put64(h + 24, s->base_lsn);
+    _put64(h + 32, s->base_seq);
+    uint32_t crc = crc32c(0, h, 40);
+    for (int i = 0; i < 4; i++) {
+        h[40 + i] = (uint8_t)(crc >> (8 * i));
+    }
+}
+
+static bool
+_decode_header(const uint8_t h[ULOG_SEGMENT_HEADER], struct segment *s)
+{
+    uint32_t crc = (uint32_t)h[40] | (uint32_t)h[41] << 8 |
+                   (uint32_t)h[42] << 16 | (uint32_t)h[43] << 24;
+    if (memcmp(h, magic, 8) != 0 || h[8] != ULOG_VERSION ||
+        crc != crc32c(0, h, 40)) {
+        return false;
+    }
+    s->no = _get64(h + 16);
+    s->base_lsn = _get64(h + 24);
+    s->base_seq = _get64(h + 32);
+    return true;
+}
+
+static int
+_read_full(int fd, void *buf, size_t len, uint64_t off)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = pread(fd, (char *)buf + got, len - got,
+                          (off_t)(off + got));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return -1;
+        }
+        got += (size_t)n;
+    }
+    return 0;
+}
+
+static int
+_write_full(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int
+_cmp_seg(const void *a, const void *b)
+{
+    const struct segment *x = a;
+    const struct segment *y = b;
+    return x->no < y->no ? -1 : x->no > y->no;
+}
+
+/* Lists and validates the segment headers in `dir`, sorted by number. */
+static int
+_scan_dir(const char *dir, struct segment **out, size_t *n, char *err,
+          size_t errlen)
+{
+    DIR *d = opendir(dir);
+    struct segment *segs = NULL;
+    size_t count = 0;
+    size_t cap = 0;
+
+    if (d == NULL) {
+        snprintf(err, errlen, "cannot read update log directory %s: %s", dir,
+                 strerror(errno));
+        return -1;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        uint64_t no;
+        size_t len = strlen(e->d_name);
+        if (len != 13 || strcmp(e->d_name + 8, ".ulog") != 0 ||
+            !util_parse_uint(e->d_name, 8, UINT64_MAX, &no)) {
+            continue;
+        }
+        if (count == cap) {
+            cap = cap == 0 ? 16 : cap * 2;
+            struct segment *grown = realloc(segs, cap * sizeof(*segs));
+            if (grown == NULL) {
+                closedir(d);
+                free(segs);
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
+            segs = grown;
+        }
+        memset(&segs[count], 0, sizeof(segs[count]));
+        segs[count].no = no;
+        count++;
+    }
+    closedir(d);
+    if (count > 1) {
+        qsort(segs, count, sizeof(*segs), _cmp_seg);
+    }
+    *out = segs;
+    *n = count;
+    return 0;
+}
+
+/* Reads header and size of segment `s` (its number is set). */
+static int
+_load_segment(const char *dir, struct segment *s)
+{
+    char path[PATH_MAX];
+    uint8_t h[ULOG_SEGMENT_HEADER];
+    struct stat st;
+    uint64_t no = s->no;
+
+    _seg_path(dir, no, path, sizeof(path));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    int rc = -1;
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size >= ULOG_SEGMENT_HEADER &&
+        _read_full(fd, h, sizeof(h), 0) == 0 && _decode_header(h, s) &&
+        s->no == no) {
+        s->size = (uint64_t)st.st_size;
+        rc = 0;
+    }
+    close(fd);
+    return rc;
+}
+
+/* ------------------------------------------------------------ recovery */
+
+/*
+ * Scans segment `s` from its header, stopping at the first record that is
+ * incomplete, fails its checksum or breaks U1. Sets `*valid` to the end of
+ * the last good record and the last lsn/seq seen.
+ */
+static int
+_scan_segment(const char *dir, const struct segment *s, uint64_t *valid,
+              uint64_t *last_lsn, uint64_t *last_seq)
+{
+    char path[PATH_MAX];
+    _seg_path(dir, s->no, path, sizeof(path));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    size_t cap = READ_BUF_MIN;
+    uint8_t *buf = malloc(cap);
+    uint64_t off = ULOG_SEGMENT_HEADER;
+    size_t have = 0;
+    uint64_t lsn = s->base_lsn;
+    uint64_t seq = s->base_seq;
+    bool eof = false;
+
+    while (buf != NULL) {
+        struct logrec r;
+        enum logrec_status st = logrec_decode(buf, have, &r);
+        if (st == LOGREC_OK) {
+            if (r.seq != seq + 1 || r.lsn <= lsn) {
+                break; /* U1 broken: treat as the end */
+            }
+            lsn = r.lsn;
+            seq = r.seq;
+            off += r.len;
+            memmove(buf, buf + r.len, have - r.len);
+            have -= r.len;
+            continue;
+        }
+        if (st == LOGREC_CORRUPT || eof) {
+            break;
+        }
+        if (r.len > cap) {
+            uint8_t *grown = realloc(buf, r.len);
+            if (grown == NULL) {
+                break;
+            }
+            buf = grown;
+            cap = r.len;
+        }
+        ssize_t n = pread(fd, buf + have, cap - have, (off_t)(off + have));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            eof = true;
+            continue;
+        }
+        have += (size_t)n;
+    }
+    free(buf);
+    close(fd);
+    *valid = off;
+    *last_lsn = lsn;
+    *last_seq = seq;
+    return 0;
+}
+
+static int
+_read_checkpoint(struct ulog *u, struct ulog_recovery *rec, char *err,
+                 size_t errlen)
+{
+    char path[PATH_MAX];
+    char text[128];
+
+    snprintf(path, sizeof(path), "%s/checkpoint", u->o.dir);
+    long n = atomicfile_read(path, text, sizeof(text));
+    if (n < 0) {
+        if (errno == ENOENT) {
+            return 0;
+        }
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (sscanf(text, "checkpoint %" SCNu64 " %" SCNu64, &rec->checkpoint_lsn,
+               &rec->checkpoint_seq) != 2) {
+        snprintf(err, errlen, "%s is corrupt", path);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+_create_segment(struct ulog *u, uint64_t no, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    uint8_t h[ULOG_SEGMENT_HEADER];
+    struct segment s = {no, u->last_lsn, u->last_seq, ULOG_SEGMENT_HEADER};
+
+    if (u->nsegs == u->cap) {
+        size_t cap = u->cap == 0 ? 16 : u->cap * 2;
+        struct segment *grown = realloc(u->segs, cap * sizeof(*grown));
+        if (grown == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        u->segs = grown;
+        u->cap = cap;
+    }
+    _seg_path(u->o.dir, no, path, sizeof(path));
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
+                  0644);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+        return -1;
+    }
+    _encode_header(h, u->o.sid, &s);
+    if (_write_full(fd, h, sizeof(h)) != 0 ||
+        (u->o.fsync != ULOG_FSYNC_NEVER && fdatasync(fd) != 0) ||
+        atomicfile_sync_dir(path) != 0) {
+        int saved = errno;
+        close(fd);
+        unlink(path);
+        errno = saved;
+        snprintf(err, errlen, "cannot create %s: %s", path, strerror(saved));
+        return -1;
+    }
+    if (u->active_fd >= 0) {
+        close(u->active_fd);
+    }
+    u->active_fd = fd;
+    u->reserved = ULOG_SEGMENT_HEADER;
+    u->segs[u->nsegs++] = s;
+    return 0;
+}
+
+/*
+ * Makes sure disk blocks exist for `end` bytes of the active segment, so a
+ * full disk is noticed before a record is written, never half-way through
+ * one. Returns 0, or -1 with errno ENOSPC. The caller holds the lock.
+ */
+static int
+_reserve(struct ulog *u, uint64_t end)
+{
+    if (end <= u->reserved) {
+        return 0;
+    }
+    uint64_t want = end - u->reserved;
+    want = (want + RESERVE_STEP - 1) / RESERVE_STEP * RESERVE_STEP;
+    if (fallocate(u->active_fd, FALLOC_FL_KEEP_SIZE, (off_t)u->reserved,
+                  (off_t)want) != 0) {
+        if (errno == ENOSPC) {
+            return -1;
+        }
+        /* No fallocate here (e.g. some network filesystems): carry on. */
+        u->reserved = UINT64_MAX;
+        return 0;
+    }
+    u->reserved += want;
+    return 0;
+}
+
+struct ulog *
+ulog_open(const struct ulog_options *o, struct ulog_recovery *rec, char *err,
+          size_t errlen)
+{
+    struct ulog *u = calloc(1, sizeof(*u));
+    char path[PATH_MAX];
+
+    memset(rec, 0, sizeof(*rec));
+    if (u == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    u->o = *o;
+    u->active_fd = -1;
+    u->lock_fd = -1;
+    pthread_mutex_init(&u->lock, NULL);
+    pthread_cond_init(&u->grown, NULL);
+    pthread_cond_init(&u->sync_cond, NULL);
+    pthread_cond_init(&u->cp_cond, NULL);
+    if (mkdir(o->dir, 0755) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create update log directory %s: %s",
+                 o->dir, strerror(errno));
+        goto fail;
+    }
+    snprintf(path, sizeof(path), "%s/LOCK", o->dir);
+    u->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (u->lock_fd < 0 || flock(u->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        snprintf(err, errlen, "cannot lock update log %s: %s", o->dir,
+                 errno == EWOULDBLOCK ? "another process is using it"
+                                      : strerror(errno));
+        goto fail;
+    }
+    if (_scan_dir(o->dir, &u->segs, &u->nsegs, err, errlen) != 0) {
+        goto fail;
+    }
+    u->cap = u->nsegs;
+    /* Headers of every segment; a torn header can only be the newest. */
+    for (size_t i = 0; i < u->nsegs; i++) {
+        if (_load_segment(o->dir, &u->segs[i]) != 0) {
+            if (i + 1 == u->nsegs) {
+                _seg_path(o->dir, u->segs[i].no, path, sizeof(path));
+                log_warn(o->log, "ulog: removing %s, created but never "
+                                 "written (torn header)", path);
+                unlink(path);
+                u->nsegs--;
+                break;
+            }
+            _seg_path(o->dir, u->segs[i].no, path, sizeof(path));
+            snprintf(err, errlen, "update log segment %s is damaged; "
+                     "inspect it with kura ulog verify", path);
+            goto fail;
+        }
+        if (i > 0 && u->segs[i].no != u->segs[i - 1].no + 1) {
+            snprintf(err, errlen, "update log segment %08" PRIu64
+                     " is missing from %s", u->segs[i - 1].no + 1, o->dir);
+            goto fail;
+        }
+    }
+    if (_read_checkpoint(u, rec, err, errlen) != 0) {
+        goto fail;
+    }
+    if (u->nsegs > 0) {
+        /* U3: scan the newest segment and cut a torn or corrupt tail. */
+        struct segment *last = &u->segs[u->nsegs - 1];
+        uint64_t valid;
+        _seg_path(o->dir, last->no, path, sizeof(path));
+        if (_scan_segment(o->dir, last, &valid, &u->last_lsn,
+                          &u->last_seq) != 0) {
+            snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+            goto fail;
+        }
+        if (valid < last->size) {
+            rec->cut_bytes = last->size - valid;
+            log_warn(o->log, "ulog: %s: cut %" PRIu64 " bytes of torn or "
+                     "corrupt records at offset %" PRIu64 "; they are not "
+                     "replayed", path, rec->cut_bytes, valid);
+            if (truncate(path, (off_t)valid) != 0) {
+                snprintf(err, errlen, "cannot truncate %s: %s", path,
+                         strerror(errno));
+                goto fail;
+            }
+            last->size = valid;
+        }
+        u->active_fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (u->active_fd < 0) {
+            snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+            goto fail;
+        }
+        u->reserved = last->size;
+    } else {
+        u->last_lsn = rec->checkpoint_lsn;
+        u->last_seq = rec->checkpoint_seq;
+        if (_create_segment(u, 1, err, errlen) != 0) {
+            goto fail;
+        }
+    }
+    u->synced_lsn = u->last_lsn;
+    u->checkpoint_lsn = rec->checkpoint_lsn;
+    rec->last_lsn = u->last_lsn;
+    rec->last_seq = u->last_seq;
+    rec->segments = (uint32_t)u->nsegs;
+    return u;
+fail:
+    ulog_close(u);
+    return NULL;
+}
+
+/* --------------------------------------------------------------- append */
+
+int
+ulog_slot(struct ulog *u)
+{
+    pthread_mutex_lock(&u->lock);
+    int slot = u->nslots < ULOG_MAX_SLOTS ? u->nslots++ : -1;
+    pthread_mutex_unlock(&u->lock);
+    return slot;
+}
+
+/* Starts the next segment; the caller holds the lock. */
+static enum ulog_status
+_rotate(struct ulog *u)
+{
+    char err[512];
+
+    /* The old segment is complete: make it durable before moving on. */
+    if (u->o.fsync != ULOG_FSYNC_NEVER && fdatasync(u->active_fd) != 0) {
+        log_limited(u->o.log, LOG_ERROR, "ulog: fdatasync: %s",
+                    strerror(errno));
+        return errno == ENOSPC ? ULOG_ENOSPC : ULOG_EIO;
+    }
+    if (u->o.fsync != ULOG_FSYNC_NEVER) {
+        u->synced_lsn = u->last_lsn;
+    }
+    /* Give back the blocks reserved past the end of the finished segment. */
+    if (ftruncate(u->active_fd, (off_t)u->segs[u->nsegs - 1].size) != 0) {
+        log_limited(u->o.log, LOG_WARN, "ulog: ftruncate: %s",
+                    strerror(errno));
+    }
+    uint64_t no = u->segs[u->nsegs - 1].no + 1;
+    if (_create_segment(u, no, err, sizeof(err)) != 0) {
+        log_limited(u->o.log, LOG_ERROR, "ulog: %s", err);
+        return errno == ENOSPC ? ULOG_ENOSPC : ULOG_EIO;
+    }
+    pthread_cond_signal(&u->cp_cond);
+    return ULOG_OK;
+}
+
+enum ulog_status
+ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
+            uint64_t *last_lsn)
+{
+    enum ulog_status st = ULOG_OK;
+
+    pthread_mutex_lock(&u->lock);
+    if (u->failed) {
+        pthread_mutex_unlock(&u->lock);
+        return ULOG_EFAILED;
+    }
+    struct segment *active = &u->segs[u->nsegs - 1];
+    if (active->size > ULOG_SEGMENT_HEADER &&
+        active->size + len > u->o.segment_max) {
+        st = _rotate(u);
+        if (st != ULOG_OK) {
+            pthread_mutex_unlock(&u->lock);
+            return st;
+        }
+        active = &u->segs[u->nsegs - 1];
+    }
+    if (_reserve(u, active->size + len) != 0) {
+        log_limited(u->o.log, LOG_ERROR, "ulog: the disk is full; refusing "
+                    "writes until space returns");
+        pthread_mutex_unlock(&u->lock);
+        return ULOG_ENOSPC;
+    }
+    uint64_t lsn = u->last_lsn;
+    uint64_t seq = u->last_seq;
+    uint64_t first = 0;
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t rlen = logrec_peek_len(buf + off);
+        uint64_t next = clock_next(u->o.clock);
+        lsn = next > lsn ? next : lsn + 1;
+        logrec_seal(buf + off, lsn, ++seq);
+        if (first == 0) {
+            first = lsn;
+        }
+        off += rlen;
+    }
+    if (_write_full(u->active_fd, buf, len) != 0) {
+        int saved = errno;
+        /* Cut any partial write so the file ends on a record boundary. */
+        if (ftruncate(u->active_fd, (off_t)active->size) != 0) {
+            u->failed = true;
+        }
+        log_limited(u->o.log, LOG_ERROR, "ulog: write: %s", strerror(saved));
+        if (saved != ENOSPC) {
+            u->failed = true;
+        }
+        pthread_mutex_unlock(&u->lock);
+        return saved == ENOSPC ? ULOG_ENOSPC : ULOG_EIO;
+    }
+    active->size += len;
+    u->total_appended += len;
+    u->last_lsn = lsn;
+    u->last_seq = seq;
+    if (slot >= 0) {
+        u->inflight[slot] = first;
+    }
+    u->appends++;
+    u->records += n;
+    *last_lsn = lsn;
+    if (u->o.fsync == ULOG_FSYNC_ALWAYS) {
+        pthread_cond_signal(&u->sync_cond);
+    }
+    pthread_cond_broadcast(&u->grown);
+    pthread_mutex_unlock(&u->lock);
+    return ULOG_OK;
+}
+
+void
+ulog_applied(struct ulog *u, int slot)
+{
+    if (slot < 0) {
+        return;
+    }
+    pthread_mutex_lock(&u->lock);
+    u->inflight[slot] = 0;
+    pthread_mutex_unlock(&u->lock);
+}
+
+/* ----------------------------------------------------------- durability */
+
+static uint64_t
+_durable_locked(struct ulog *u)
+{
+    return u->o.fsync == ULOG_FSYNC_ALWAYS ? u->synced_lsn : u->last_lsn;
+}
+
+uint64_t
+ulog_durable_lsn(struct ulog *u)
+{
+    pthread_mutex_lock(&u->lock);
+    uint64_t lsn = _durable_locked(u);
+    pthread_mutex_unlock(&u->lock);
+    return lsn;
+}
+
+bool
+ulog_durable(struct ulog *u, uint64_t lsn)
+{
+    return ulog_durable_lsn(u) >= lsn;
+}
+
+int
+ulog_watch(struct ulog *u, void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&u->lock);
+    int id = -1;
+    if (u->nwatchers < ULOG_MAX_WATCHERS) {
+        id = u->nwatchers++;
+        u->watchers[id].fn = fn;
+        u->watchers[id].arg = arg;
+        u->watchers[id].want = 0;
+    }
+    pthread_mutex_unlock(&u->lock);
+    return id;
+}
+
+void
+ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn)
+{
+    pthread_mutex_lock(&u->lock);
+    if (watcher >= 0 && u->watchers[watcher].want < lsn) {
+        u->watchers[watcher].want = lsn;
+    }
+    pthread_cond_signal(&u->sync_cond);
+    pthread_mutex_unlock(&u->lock);
+}
+
+static void *
+_sync_main(void *arg)
+{
+    struct ulog *u = arg;
+    uint64_t next_interval = util_mono_ms();
+
+    pthread_mutex_lock(&u->lock);
+    while (!u->stopping) {
+        bool due = u->last_lsn > u->synced_lsn && !u->failed;
+        if (u->o.fsync == ULOG_FSYNC_INTERVAL) {
+            due = due && util_mono_ms() >= next_interval;
+        } else if (u->o.fsync == ULOG_FSYNC_NEVER) {
+            due = false;
+        }
+        if (!due) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            long wait_ms = u->o.fsync == ULOG_FSYNC_INTERVAL ? u->o.fsync_ms
+                                                              : 100;
+            until.tv_nsec += wait_ms % 1000 * 1000000L;
+            until.tv_sec += wait_ms / 1000 + until.tv_nsec / 1000000000L;
+            until.tv_nsec %= 1000000000L;
+            pthread_cond_timedwait(&u->sync_cond, &u->lock, &until);
+            continue;
+        }
+        uint64_t target = u->last_lsn;
+        int fd = dup(u->active_fd);
+        pthread_mutex_unlock(&u->lock);
+        int rc = fd >= 0 ? fdatasync(fd) : -1;
+        int saved = errno;
+        if (fd >= 0) {
+            close(fd);
+        }
+        next_interval = util_mono_ms() + u->o.fsync_ms;
+        pthread_mutex_lock(&u->lock);
+        if (rc != 0) {
+            /* A failed fsync may have dropped data: never retry blindly. */
+            log_error(u->o.log, "ulog: fdatasync failed (%s); refusing "
+                      "writes until restart", strerror(saved));
+            u->failed = true;
+            continue;
+        }
+        u->syncs++;
+        if (target > u->synced_lsn) {
+            u->synced_lsn = target;
+        }
+        struct watcher due_now[ULOG_MAX_WATCHERS];
+        int ndue = 0;
+        for (int i = 0; i < u->nwatchers; i++) {
+            if (u->watchers[i].want != 0 &&
+                u->watchers[i].want <= u->synced_lsn) {
+                u->watchers[i].want = 0;
+                due_now[ndue++] = u->watchers[i];
+            }
+        }
+        pthread_cond_broadcast(&u->grown);
+        pthread_mutex_unlock(&u->lock);
+        for (int i = 0; i < ndue; i++) {
+            due_now[i].fn(due_now[i].arg);
+        }
+        pthread_mutex_lock(&u->lock);
+    }
+    pthread_mutex_unlock(&u->lock);
+    return NULL;
+}
+
+/* ---------------------------------------------------------- checkpoints */
+
+/* Lowest lsn not yet applied by every appender, minus one. */
+static uint64_t
+_applied_lsn_locked(struct ulog *u)
+{
+    uint64_t lsn = u->last_lsn;
+    for (int i = 0; i < u->nslots; i++) {
+        if (u->inflight[i] != 0 && u->inflight[i] - 1 < lsn) {
+            lsn = u->inflight[i] - 1;
+        }
+    }
+    return lsn;
+}
+
+uint64_t
+ulog_applied_lsn(struct ulog *u)
+{
+    pthread_mutex_lock(&u->lock);
+    uint64_t lsn = _applied_lsn_locked(u);
+    pthread_mutex_unlock(&u->lock);
+    return lsn;
+}
+
+static void
+_purge(struct ulog *u)
+{
+    uint64_t acked = u->o.peers_acked != NULL ? u->o.peers_acked(u->o.arg)
+                                              : UINT64_MAX;
+    uint64_t removable[64];
+    int nremove = 0;
+
+    pthread_mutex_lock(&u->lock);
+    uint64_t keep_after = u->checkpoint_lsn < acked ? u->checkpoint_lsn
+                                                    : acked;
+    /* Segment i ends where segment i+1 begins (its base_lsn). */
+    while (u->nsegs > 1 && nremove < 64) {
+        uint64_t end = u->segs[1].base_lsn;
+        bool behind_checkpoint = end <= u->checkpoint_lsn;
+        bool everyone_has_it = end <= keep_after;
+        bool too_many = u->o.keep_segments > 0 &&
+                        u->nsegs > u->o.keep_segments + 1;
+        if (!behind_checkpoint || !(everyone_has_it || too_many)) {
+            break;
+        }
+        removable[nremove++] = u->segs[0].no;
+        memmove(u->segs, u->segs + 1, (u->nsegs - 1) * sizeof(*u->segs));
+        u->nsegs--;
+        u->purged++;
+    }
+    pthread_mutex_unlock(&u->lock);
+    for (int i = 0; i < nremove; i++) {
+        char path[PATH_MAX];
+        _seg_path(u->o.dir, removable[i], path, sizeof(path));
+        if (unlink(path) != 0) {
+            log_warn(u->o.log, "ulog: cannot remove %s: %s", path,
+                     strerror(errno));
+        } else {
+            log_debug(u->o.log, "ulog: removed %s", path);
+        }
+    }
+}
+
+enum ulog_status
+ulog_checkpoint(struct ulog *u)
+{
+    char path[PATH_MAX];
+    char text[128];
+
+    pthread_mutex_lock(&u->lock);
+    uint64_t lsn = _applied_lsn_locked(u);
+    uint64_t seq = lsn == u->last_lsn ? u->last_seq : 0;
+    uint64_t bytes = u->total_appended;
+    bool same = lsn == u->checkpoint_lsn;
+    pthread_mutex_unlock(&u->lock);
+    if (!same) {
+        /* U4: the database is synced first, then the position recorded. */
+        if (u->o.sync_db != NULL && u->o.sync_db(u->o.arg) != 0) {
+            log_limited(u->o.log, LOG_ERROR,
+                        "ulog: checkpoint: cannot sync the database: %s",
+                        strerror(errno));
+            return ULOG_EIO;
+        }
+        snprintf(path, sizeof(path), "%s/checkpoint", u->o.dir);
+        int n = snprintf(text, sizeof(text), "checkpoint %" PRIu64 " %" PRIu64
+                         "\n", lsn, seq);
+        if (atomicfile_write(path, text, (size_t)n) != 0) {
+            log_limited(u->o.log, LOG_ERROR, "ulog: cannot write %s: %s", path,
+                        strerror(errno));
+            return ULOG_EIO;
+        }
+        pthread_mutex_lock(&u->lock);
+        u->checkpoint_lsn = lsn;
+        u->bytes_at_checkpoint = bytes;
+        u->checkpoints++;
+        pthread_mutex_unlock(&u->lock);
+    }
+    _purge(u);
+    return ULOG_OK;
+}
+
+static void *
+_checkpoint_main(void *arg)
+{
+    struct ulog *u = arg;
+    uint64_t last = util_mono_ms();
+
+    pthread_mutex_lock(&u->lock);
+    while (!u->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        pthread_cond_timedwait(&u->cp_cond, &u->lock, &until);
+        if (u->stopping) {
+            break;
+        }
+        bool due = util_mono_ms() - last >= u->o.checkpoint_ms ||
+                   u->total_appended - u->bytes_at_checkpoint >=
+                       u->o.checkpoint_bytes ||
+                   u->nsegs > 1;
+        if (!due) {
+            continue;
+        }
+        pthread_mutex_unlock(&u->lock);
+        ulog_checkpoint(u);
+        last = util_mono_ms();
+        pthread_mutex_lock(&u->lock);
+    }
+    pthread_mutex_unlock(&u->lock);
+    return NULL;
+}
+
+int
+ulog_start(struct ulog *u)
+{
+    if (pthread_create(&u->sync_thread, NULL, _sync_main, u) != 0) {
+        return -1;
+    }
+    if (pthread_create(&u->cp_thread, NULL, _checkpoint_main, u) != 0) {
+        pthread_mutex_lock(&u->lock);
+        u->stopping = true;
+        pthread_cond_broadcast(&u->sync_cond);
+        pthread_mutex_unlock(&u->lock);
+        pthread_join(u->sync_thread, NULL);
+        return -1;
+    }
+    u->threads = true;
+    return 0;
+}
+
+void
+ulog_close(struct ulog *u)
+{
+    if (u == NULL) {
+        return;
+    }
+    if (u->threads) {
+        pthread_mutex_lock(&u->lock);
+        u->stopping = true;
+        pthread_cond_broadcast(&u->sync_cond);
+        pthread_cond_broadcast(&u->cp_cond);
+        pthread_cond_broadcast(&u->grown);
+        pthread_mutex_unlock(&u->lock);
+        pthread_join(u->sync_thread, NULL);
+        pthread_join(u->cp_thread, NULL);
+        if (u->active_fd >= 0 && fdatasync(u->active_fd) != 0) {
+            log_error(u->o.log, "ulog: final fdatasync: %s", strerror(errno));
+        }
+        ulog_checkpoint(u);
+    }
+    if (u->active_fd >= 0) {
+        close(u->active_fd);
+    }
+    if (u->lock_fd >= 0) {
+        close(u->lock_fd);
+    }
+    free(u->segs);
+    pthread_cond_destroy(&u->grown);
+    pthread_cond_destroy(&u->sync_cond);
+    pthread_cond_destroy(&u->cp_cond);
+    pthread_mutex_destroy(&u->lock);
+    free(u);
+}
+
+void
+ulog_position(struct ulog *u, uint64_t *lsn, uint64_t *seq)
+{
+    pthread_mutex_lock(&u->lock);
+    *lsn = u->last_lsn;
+    *seq = u->last_seq;
+    pthread_mutex_unlock(&u->lock);
+}
+
+void
+ulog_stats(struct ulog *u, struct ulog_stats *st)
+{
+    memset(st, 0, sizeof(*st));
+    pthread_mutex_lock(&u->lock);
+    st->last_lsn = u->last_lsn;
+    st->last_seq = u->last_seq;
+    st->synced_lsn = _durable_locked(u);
+    st->checkpoint_lsn = u->checkpoint_lsn;
+    st->oldest_lsn = u->nsegs > 0 ? u->segs[0].base_lsn : u->last_lsn;
+    for (size_t i = 0; i < u->nsegs; i++) {
+        st->bytes += u->segs[i].size;
+    }
+    st->segments = (uint32_t)u->nsegs;
+    st->appends = u->appends;
+    st->records = u->records;
+    st->syncs = u->syncs;
+    st->checkpoints = u->checkpoints;
+    st->purged = u->purged;
+    st->failed = u->failed;
+    pthread_mutex_unlock(&u->lock);
+}
+
+bool
+ulog_parse_fsync(const char *s, enum ulog_fsync *policy, uint32_t *ms)
+{
+    uint64_t v;
+    if (strcmp(s, "always") == 0) {
+        *policy = ULOG_FSYNC_ALWAYS;
+        return true;
+    }
+    if (strcmp(s, "never") == 0) {
+        *policy = ULOG_FSYNC_NEVER;
+        return true;
+    }
+    if (util_parse_uint(s, strlen(s), 60000, &v) && v > 0) {
+        *policy = ULOG_FSYNC_INTERVAL;
+        *ms = (uint32_t)v;
+        return true;
+    }
+    return false;
+}
+
+/* -------------------------------------------------------------- readers */
+
+struct ulog_reader {
+    struct ulog *u;           /* NULL: reading a directory offline */
+    char dir[PATH_MAX];
+    struct segment *segs;     /* offline: the segments found */
+    size_t nsegs;
+    uint64_t after;           /* skip records at or below this lsn */
+    uint64_t seg_no;          /* segment being read */
+    int fd;
+    uint64_t file_off;        /* file offset of buf[0] */
+    uint8_t *buf;
+    size_t cap;
+    size_t have;
+    size_t pending;           /* bytes of the record returned last */
+    uint64_t consumed_lsn;    /* last lsn returned or skipped */
+};
+
+/* Where segment `no` ends now, and whether it is the newest. */
+static enum ulog_status
+_segment_end(struct ulog_reader *r, uint64_t no, uint64_t *end, bool *newest)
+{
+    if (r->u == NULL) {
+        for (size_t i = 0; i < r->nsegs; i++) {
+            if (r->segs[i].no == no) {
+                *end = r->segs[i].size;
+                *newest = i + 1 == r->nsegs;
+                return ULOG_OK;
+            }
+        }
+        return ULOG_EGAP;
+    }
+    enum ulog_status st = ULOG_EGAP;
+    pthread_mutex_lock(&r->u->lock);
+    for (size_t i = 0; i < r->u->nsegs; i++) {
+        if (r->u->segs[i].no == no) {
+            *end = r->u->segs[i].size;
+            *newest = i + 1 == r->u->nsegs;
+            st = ULOG_OK;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&r->u->lock);
+    return st;
+}
+
+static enum ulog_status
+_reader_position(struct ulog_reader *r, const struct segment *segs,
+                 size_t nsegs, uint64_t after)
+{
+    if (nsegs == 0) {
+        return ULOG_EGAP;
+    }
+    if (after < segs[0].base_lsn) {
+        return ULOG_EGAP; /* records after `after` were removed */
+    }
+    size_t i = nsegs - 1;
+    while (i > 0 && segs[i].base_lsn > after) {
+        i--;
+    }
+    r->seg_no = segs[i].no;
+    r->after = after;
+    r->consumed_lsn = after;
+    return ULOG_OK;
+}
+
+static struct ulog_reader *
+_reader_new(void)
+{
+    struct ulog_reader *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        return NULL;
+    }
+    r->fd = -1;
+    r->cap = READ_BUF_MIN;
+    r->buf = malloc(r->cap);
+    if (r->buf == NULL) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+enum ulog_status
+ulog_reader_open(struct ulog *u, uint64_t after, struct ulog_reader **out)
+{
+    struct ulog_reader *r = _reader_new();
+    if (r == NULL) {
+        return ULOG_EIO;
+    }
+    r->u = u;
+    util_strlcpy(r->dir, u->o.dir, sizeof(r->dir));
+    pthread_mutex_lock(&u->lock);
+    enum ulog_status st = _reader_position(r, u->segs, u->nsegs, after);
+    pthread_mutex_unlock(&u->lock);
+    if (st != ULOG_OK) {
+        ulog_reader_close(r);
+        return st;
+    }
+    *out = r;
+    return ULOG_OK;
+}
+
+enum ulog_status
+ulog_reader_open_dir(const char *dir, uint64_t after, struct ulog_reader **out,
+                     char *err, size_t errlen)
+{
+    struct ulog_reader *r = _reader_new();
+    if (r == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return ULOG_EIO;
+    }
+    util_strlcpy(r->dir, dir, sizeof(r->dir));
+    if (_scan_dir(dir, &r->segs, &r->nsegs, err, errlen) != 0) {
+        ulog_reader_close(r);
+        return ULOG_EIO;
+    }
+    for (size_t i = 0; i < r->nsegs; i++) {
+        if (_load_segment(dir, &r->segs[i]) != 0) {
+            snprintf(err, errlen, "segment %08" PRIu64 " has a bad header",
+                     r->segs[i].no);
+            ulog_reader_close(r);
+            return ULOG_ECORRUPT;
+        }
+    }
+    enum ulog_status st = _reader_position(r, r->segs, r->nsegs, after);
+    if (st != ULOG_OK) {
+        snprintf(err, errlen, "no records after lsn %" PRIu64 " are kept",
+                 after);
+        ulog_reader_close(r);
+        return st;
+    }
+    *out = r;
+    return ULOG_OK;
+}
+
+static enum ulog_status
+_open_segment(struct ulog_reader *r)
+{
+    char path[PATH_MAX];
+    _seg_path(r->dir, r->seg_no, path, sizeof(path));
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0) {
+        return errno == ENOENT ? ULOG_EGAP : ULOG_EIO;
+    }
+    r->file_off = ULOG_SEGMENT_HEADER;
+    r->have = 0;
+    return ULOG_OK;
+}
+
+enum ulog_status
+ulog_reader_next(struct ulog_reader *r, struct logrec *rec, bool durable_only)
+{
+    /* Drop the record returned by the previous call. */
+    if (r->pending > 0) {
+        memmove(r->buf, r->buf + r->pending, r->have - r->pending);
+        r->have -= r->pending;
+        r->file_off += r->pending;
+        r->pending = 0;
+    }
+    uint64_t limit = UINT64_MAX;
+    if (durable_only && r->u != NULL) {
+        limit = ulog_durable_lsn(r->u);
+    }
+    for (;;) {
+        if (r->fd < 0) {
+            enum ulog_status st = _open_segment(r);
+            if (st != ULOG_OK) {
+                return st;
+            }
+        }
+        enum logrec_status ls = logrec_decode(r->buf, r->have, rec);
+        if (ls == LOGREC_CORRUPT) {
+            return ULOG_ECORRUPT;
+        }
+        if (ls == LOGREC_OK) {
+            if (rec->lsn <= r->after) {
+                r->consumed_lsn = r->consumed_lsn > rec->lsn ? r->consumed_lsn
+                                                             : rec->lsn;
+                memmove(r->buf, r->buf + rec->len, r->have - rec->len);
+                r->have -= rec->len;
+                r->file_off += rec->len;
+                continue;
+            }
+            if (rec->lsn > limit) {
+                return ULOG_END;
+            }
+            r->pending = rec->len;
+            r->consumed_lsn = rec->lsn;
+            return ULOG_OK;
+        }
+        /* Need more bytes: from this segment, or move to the next. */
+        uint64_t end;
+        bool newest;
+        enum ulog_status st = _segment_end(r, r->seg_no, &end, &newest);
+        if (st != ULOG_OK) {
+            return st;
+        }
+        uint64_t avail = end - (r->file_off + r->have);
+        if (end > r->file_off + r->have) {
+            if (rec->len > r->cap) {
+                uint8_t *grown = realloc(r->buf, rec->len);
+                if (grown == NULL) {
+                    return ULOG_EIO;
+                }
+                r->buf = grown;
+                r->cap = rec->len;
+            }
+            size_t want = r->cap - r->have;
+            if (want > avail) {
+                want = (size_t)avail;
+            }
+            ssize_t n = pread(r->fd, r->buf + r->have, want,
+                              (off_t)(r->file_off + r->have));
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n <= 0) {
+                return ULOG_EIO;
+            }
+            r->have += (size_t)n;
+            continue;
+        }
+        if (newest) {
+            return ULOG_END;
+        }
+        if (r->have > 0) {
+            return ULOG_ECORRUPT; /* a finished segment ends mid-record */
+        }
+        close(r->fd);
+        r->fd = -1;
+        r->seg_no++;
+    }
+}
+
+uint64_t
+ulog_reader_lsn(const struct ulog_reader *r)
+{
+    return r->consumed_lsn;
+}
+
+void
+ulog_reader_where(const struct ulog_reader *r, uint64_t *segment,
+                  uint64_t *offset)
+{
+    *segment = r->seg_no;
+    *offset = r->file_off;
+}
+
+bool
+ulog_reader_wait(struct ulog_reader *r, int timeout_ms)
+{
+    struct ulog *u = r->u;
+    if (u == NULL) {
+        return false;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    until.tv_sec += timeout_ms / 1000 + until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    pthread_mutex_lock(&u->lock);
+    bool grown = u->last_lsn > r->consumed_lsn;
+    if (!grown && !u->stopping) {
+        pthread_cond_timedwait(&u->grown, &u->lock, &until);
+        grown = u->last_lsn > r->consumed_lsn;
+    }
+    pthread_mutex_unlock(&u->lock);
+    return grown;
+}
+
+void
+ulog_reader_close(struct ulog_reader *r)
+{
+    if (r == NULL) {
+        return;
+    }
+    if (r->fd >= 0) {
+        close(r->fd);
+    }
+    free(r->segs);
+    free(r->buf);
+    free(r);
+}

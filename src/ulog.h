@@ -1,0 +1,238 @@
+/*
+ * ulog: the update log. Every change is appended here before it is
+ * applied to the database, and replicas are fed from here.
+ *
+ * Files, in the -ulog directory:
+ *   00000001.ulog, 00000002.ulog, ...  segments; a new one is started when
+ *                        the current one would pass -ulim bytes
+ *   checkpoint           "lsn seq": the database file was synced to disk
+ *                        holding every record up to lsn (replaced
+ *                        atomically, never rewritten in place)
+ *   LOCK                 flock()ed while a process has the log open
+ *
+ * A segment starts with a 64-byte header (magic, version, creator sid,
+ * segment number, and the lsn and seq of the last record before it), then
+ * records in logrec.h format.
+ *
+ * Invariants (tests cite these numbers):
+ *   U1. Records are appended with strictly increasing lsn and dense seq,
+ *       across segments; a segment's header names the record before it.
+ *   U2. A record is written (write(2) returned) before the change it
+ *       describes is applied to the database, and a client is answered
+ *       only once the record is as durable as the fsync policy promises
+ *       (except with -uas, which answers first; see README).
+ *   U3. At start-up the last segment is scanned; the first record that is
+ *       incomplete or fails its checksum ends the log: the file is cut
+ *       there and the cut is logged. Nothing after it is ever replayed.
+ *   U4. The checkpoint lsn is at most the lsn below which every record has
+ *       been applied to the database, and it is written only after the
+ *       database file was synced. Redo from it reaches every logged change.
+ *   U5. A segment is removed only when every record in it is at or below
+ *       the checkpoint and has been acknowledged by every known peer, or
+ *       when more than -ukeep segments would otherwise be kept (a peer that
+ *       far behind is resynchronised in full instead).
+ *
+ * Threads: appenders (workers, the replication receiver) call
+ * ulog_append(); a sync thread makes the log durable according to the
+ * fsync policy; a checkpoint thread syncs the database, records
+ * checkpoints and removes old segments; readers (replication senders,
+ * redo, tools) read the files concurrently up to the written end.
+ * One mutex guards the append position; waiting readers sleep on its
+ * condition variable, which every append and sync broadcasts.
+ */
+#ifndef KURA_ULOG_H
+#define KURA_ULOG_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "log.h"
+#include "logrec.h"
+
+#define ULOG_SEGMENT_HEADER 64
+#define ULOG_MAX_SLOTS 320    /* appending threads (batches) */
+#define ULOG_MAX_WATCHERS 320 /* threads waiting for durability */
+
+enum ulog_status {
+    ULOG_OK = 0,
+    ULOG_END,     /* reader: no further record (yet) */
+    ULOG_EGAP,    /* reader: records after that lsn were removed */
+    ULOG_EIO,     /* an I/O error; see the logger */
+    ULOG_ENOSPC,  /* the disk is full */
+    ULOG_ECORRUPT,
+    ULOG_EFAILED, /* an earlier write failed; the log refuses appends */
+};
+
+enum ulog_fsync {
+    ULOG_FSYNC_ALWAYS,   /* every group commit is fdatasync()ed */
+    ULOG_FSYNC_INTERVAL, /* fdatasync() every fsync_ms */
+    ULOG_FSYNC_NEVER,    /* leave it to the kernel */
+};
+
+struct ulog_options {
+    char dir[PATH_MAX];
+    uint64_t segment_max;      /* -ulim */
+    uint32_t keep_segments;    /* -ukeep: most segments kept for peers */
+    enum ulog_fsync fsync;
+    uint32_t fsync_ms;         /* for ULOG_FSYNC_INTERVAL */
+    uint32_t sid;              /* stamped into segment headers */
+    uint32_t checkpoint_ms;    /* checkpoint at least this often */
+    uint64_t checkpoint_bytes; /* ... or after this much log */
+    struct clock *clock;       /* lsn source (shared with write stamps) */
+    struct logger *log;
+    /* Syncs the database file to disk; 0 on success (checkpoints). */
+    int (*sync_db)(void *arg);
+    /* Lowest lsn acknowledged by every known peer (UINT64_MAX if none). */
+    uint64_t (*peers_acked)(void *arg);
+    void *arg;
+};
+
+/* What start-up found in the log. */
+struct ulog_recovery {
+    uint64_t last_lsn;       /* 0 if the log is empty */
+    uint64_t last_seq;
+    uint64_t checkpoint_lsn; /* redo starts after this */
+    uint64_t checkpoint_seq;
+    uint64_t cut_bytes;      /* torn tail removed (U3), 0 if none */
+    uint32_t segments;
+};
+
+struct ulog_stats {
+    uint64_t last_lsn;
+    uint64_t last_seq;
+    uint64_t synced_lsn;
+    uint64_t checkpoint_lsn;
+    uint64_t oldest_lsn;     /* records after this are still kept */
+    uint64_t bytes;          /* total size of the segments */
+    uint32_t segments;
+    uint64_t appends;        /* write(2) calls (group commits) */
+    uint64_t records;
+    uint64_t syncs;          /* fdatasync(2) calls on the log */
+    uint64_t checkpoints;
+    uint64_t purged;         /* segments removed */
+    bool failed;
+};
+
+struct ulog;
+struct ulog_reader;
+
+/*
+ * Opens (creating if needed) the log in `o->dir`, scans and repairs its
+ * tail (U3) and reports what it found in `*rec`. No thread is started yet.
+ * Returns the log, or NULL with a reason in `err` (`errlen`).
+ */
+struct ulog *ulog_open(const struct ulog_options *o, struct ulog_recovery *rec,
+                       char *err, size_t errlen);
+
+/* Starts the sync and checkpoint threads. Returns 0 or -1. */
+int ulog_start(struct ulog *u);
+
+/*
+ * Stops the threads, takes a final checkpoint (the caller has stopped
+ * every appender and applied everything) and closes the log. NULL-safe.
+ */
+void ulog_close(struct ulog *u);
+
+/*
+ * Reserves an appender slot for the calling thread's batches. Returns the
+ * slot (0..ULOG_MAX_SLOTS-1) or -1 if none is left.
+ */
+int ulog_slot(struct ulog *u);
+
+/*
+ * Seals and writes `n` contiguous records in `buf` (`len` bytes) with one
+ * write(2), assigning each the next lsn and seq (U1), and marks them in
+ * flight for `slot` until ulog_applied(). Sets `*last_lsn`. Returns
+ * ULOG_OK, ULOG_ENOSPC, ULOG_EIO or ULOG_EFAILED; on failure nothing was
+ * appended (a partial write is cut off again).
+ */
+enum ulog_status ulog_append(struct ulog *u, int slot, uint8_t *buf,
+                             size_t len, size_t n, uint64_t *last_lsn);
+
+/* The records of `slot`'s last append are now applied to the database. */
+void ulog_applied(struct ulog *u, int slot);
+
+/* True if records up to `lsn` are as durable as the policy promises. */
+bool ulog_durable(struct ulog *u, uint64_t lsn);
+
+/* Highest lsn that is durable under the policy. */
+uint64_t ulog_durable_lsn(struct ulog *u);
+
+/*
+ * Registers a callback the sync thread calls (from its own thread) after
+ * a sync, for a waiter that asked with ulog_want_sync(). Returns the
+ * watcher id, or -1.
+ */
+int ulog_watch(struct ulog *u, void (*fn)(void *arg), void *arg);
+
+/* Asks the sync thread to make `lsn` durable and then notify `watcher`. */
+void ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn);
+
+/*
+ * Highest lsn below which every record has been applied to the database
+ * (U4); a snapshot of the database taken now holds at least those.
+ */
+uint64_t ulog_applied_lsn(struct ulog *u);
+
+/* Last lsn and seq written. */
+void ulog_position(struct ulog *u, uint64_t *lsn, uint64_t *seq);
+
+/* Fills `*st` with current figures. */
+void ulog_stats(struct ulog *u, struct ulog_stats *st);
+
+/* Takes a checkpoint now (also done periodically). Returns ULOG_OK/EIO. */
+enum ulog_status ulog_checkpoint(struct ulog *u);
+
+/*
+ * Opens a reader of the live log returning records with lsn > `after`.
+ * Returns ULOG_OK, or ULOG_EGAP if some of those records were removed
+ * (the reader must then resynchronise in full).
+ */
+enum ulog_status ulog_reader_open(struct ulog *u, uint64_t after,
+                                  struct ulog_reader **out);
+
+/*
+ * Opens a reader over the log files in `dir` without a running log (tools
+ * and tests). Same semantics as ulog_reader_open().
+ */
+enum ulog_status ulog_reader_open_dir(const char *dir, uint64_t after,
+                                      struct ulog_reader **out, char *err,
+                                      size_t errlen);
+
+/*
+ * Returns the next record. `*rec` points into the reader's buffer and is
+ * valid until the next call. ULOG_END when no record is available yet (a
+ * live reader may wait with ulog_reader_wait()), ULOG_ECORRUPT on damage.
+ * Only records up to the durable lsn are returned when `durable_only`.
+ */
+enum ulog_status ulog_reader_next(struct ulog_reader *r, struct logrec *rec,
+                                  bool durable_only);
+
+/*
+ * The lsn of the last record the reader returned or skipped (at first, the
+ * `after` it was opened with).
+ */
+uint64_t ulog_reader_lsn(const struct ulog_reader *r);
+
+/* Byte offset and segment of the reader (for reporting damage). */
+void ulog_reader_where(const struct ulog_reader *r, uint64_t *segment,
+                       uint64_t *offset);
+
+/*
+ * Waits up to `timeout_ms` for the live log to grow past what the reader
+ * has consumed. Returns true if it may have.
+ */
+bool ulog_reader_wait(struct ulog_reader *r, int timeout_ms);
+
+/* Closes a reader. NULL-safe. */
+void ulog_reader_close(struct ulog_reader *r);
+
+/* Parses "always", "never" or a number of milliseconds. */
+bool ulog_parse_fsync(const char *s, enum ulog_fsync *policy, uint32_t *ms);
+
+#endif

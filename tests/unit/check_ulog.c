@@ -1,0 +1,401 @@
+/*
+ * Unit tests: the update log. Record encoding and CRC32C, appends and
+ * reads across segment rotation (U1), recovery that cuts a torn tail at
+ * every byte offset (U3), checkpoints (U4), segment removal (U5), and
+ * readers that report a gap instead of skipping records.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "logrec.h"
+#include "record.h"
+#include "ulog.h"
+#include "unit_main.h"
+
+static char dir[64];
+static struct logger lg;
+static struct clock clk;
+static uint64_t peers_acked = UINT64_MAX;
+
+static void
+_setup(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/kura-ulog-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    log_open(&lg, "/dev/null", LOG_ERROR);
+    clock_init(&clk, 0);
+    peers_acked = UINT64_MAX;
+}
+
+static void
+_teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    log_close(&lg);
+}
+
+static uint64_t
+_acked(void *arg)
+{
+    (void)arg;
+    return peers_acked;
+}
+
+static struct ulog *
+_open(uint64_t segment_max, uint32_t keep, struct ulog_recovery *rec)
+{
+    struct ulog_options o;
+    char err[256];
+    memset(&o, 0, sizeof(o));
+    snprintf(o.dir, sizeof(o.dir), "%s/ulog", dir);
+    o.segment_max = segment_max;
+    o.keep_segments = keep;
+    o.fsync = ULOG_FSYNC_NEVER;
+    o.sid = 1;
+    o.checkpoint_ms = 1000000;
+    o.checkpoint_bytes = UINT64_MAX;
+    o.clock = &clk;
+    o.log = &lg;
+    o.peers_acked = _acked;
+    struct ulog *u = ulog_open(&o, rec, err, sizeof(err));
+    ck_assert_msg(u != NULL, "%s", err);
+    return u;
+}
+
+/* Builds one PUT record for `key` = `value` into `out`; returns its size. */
+static size_t
+_record(uint8_t *out, const char *key, const char *value)
+{
+    struct record_meta m = {RECORD_VALUE, 0, 0, 5, 5, 1};
+    uint8_t env[RECORD_HEADER_MAX];
+    size_t elen = record_encode(&m, env);
+    size_t vlen = strlen(value);
+    uint8_t *p = logrec_begin(out, LOGREC_PUT, 1, key, strlen(key),
+                              elen + vlen);
+    memcpy(p, env, elen);
+    memcpy(p + elen, value, vlen);
+    return logrec_size(strlen(key), elen + vlen);
+}
+
+static uint64_t
+_append(struct ulog *u, const char *key, const char *value)
+{
+    uint8_t buf[512];
+    uint64_t lsn = 0;
+    size_t n = _record(buf, key, value);
+    ck_assert_int_eq(ulog_append(u, -1, buf, n, 1, &lsn), ULOG_OK);
+    return lsn;
+}
+
+/* Reads all records after `after`; returns the count, checks the keys. */
+static int
+_read_all(struct ulog *u, uint64_t after, const char *prefix)
+{
+    struct ulog_reader *r;
+    struct logrec rec;
+    int n = 0;
+    ck_assert_int_eq(ulog_reader_open(u, after, &r), ULOG_OK);
+    while (ulog_reader_next(r, &rec, false) == ULOG_OK) {
+        if (prefix != NULL) {
+            ck_assert(rec.nkey > strlen(prefix) &&
+                      memcmp(rec.key, prefix, strlen(prefix)) == 0);
+        }
+        n++;
+    }
+    ulog_reader_close(r);
+    return n;
+}
+
+START_TEST(test_crc32c_known_answer)
+{
+    ck_assert_uint_eq(crc32c(0, "123456789", 9), 0xe3069283u);
+    ck_assert_uint_eq(crc32c(0, "", 0), 0);
+    /* Incremental equals one-shot. */
+    uint32_t c = crc32c(0, "1234", 4);
+    ck_assert_uint_eq(crc32c(c, "56789", 5), 0xe3069283u);
+}
+END_TEST
+
+START_TEST(test_logrec_roundtrip_and_damage)
+{
+    uint8_t buf[256];
+    struct logrec r;
+    size_t n = _record(buf, "key", "value");
+    logrec_seal(buf, 1000, 7);
+    ck_assert_int_eq(logrec_decode(buf, n, &r), LOGREC_OK);
+    ck_assert_uint_eq(r.lsn, 1000);
+    ck_assert_uint_eq(r.seq, 7);
+    ck_assert_uint_eq(r.sid, 1);
+    ck_assert(r.nkey == 3 && memcmp(r.key, "key", 3) == 0);
+    ck_assert(r.raw == buf && r.len == n);
+    /* Every truncation is "short", never a wrong record. */
+    for (size_t len = 0; len < n; len++) {
+        ck_assert_int_eq(logrec_decode(buf, len, &r), LOGREC_SHORT);
+    }
+    /* Every single flipped bit after the length field is caught. */
+    for (size_t i = 4; i < n; i++) {
+        for (int bit = 0; bit < 8; bit++) {
+            buf[i] ^= (uint8_t)(1 << bit);
+            ck_assert_int_eq(logrec_decode(buf, n, &r), LOGREC_CORRUPT);
+            buf[i] ^= (uint8_t)(1 << bit);
+        }
+    }
+    /* A length below the header or absurdly large is corrupt. */
+    uint8_t bad[8] = {3, 0, 0, 0, 0, 0, 0, 0};
+    ck_assert_int_eq(logrec_decode(bad, sizeof(bad), &r), LOGREC_CORRUPT);
+    uint8_t flush[64];
+    uint8_t payload[LOGREC_FLUSH_PAYLOAD];
+    logrec_flush_encode(payload, 11, 22);
+    uint8_t *p = logrec_begin(flush, LOGREC_FLUSH, 2, NULL, 0, sizeof(payload));
+    memcpy(p, payload, sizeof(payload));
+    logrec_seal(flush, 5, 1);
+    ck_assert_int_eq(logrec_decode(flush, logrec_size(0, 16), &r), LOGREC_OK);
+    uint64_t stamp;
+    uint64_t deadline;
+    ck_assert(logrec_flush_decode(&r, &stamp, &deadline));
+    ck_assert(stamp == 11 && deadline == 22);
+}
+END_TEST
+
+START_TEST(test_u1_append_read_rotation)
+{
+    struct ulog_recovery rec;
+    struct ulog *u = _open(4096, 0, &rec);
+    char key[32];
+    uint64_t prev = 0;
+    for (int i = 0; i < 300; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        uint64_t lsn = _append(u, key, "0123456789");
+        ck_assert_uint_gt(lsn, prev);
+        prev = lsn;
+    }
+    struct ulog_stats st;
+    ulog_stats(u, &st);
+    ck_assert_uint_gt(st.segments, 3);
+    ck_assert_uint_eq(st.last_seq, 300);
+    ck_assert_int_eq(_read_all(u, 0, "k"), 300);
+    /* Positioned reads start right after the given lsn. */
+    struct ulog_reader *r;
+    struct logrec lr;
+    ck_assert_int_eq(ulog_reader_open(u, 0, &r), ULOG_OK);
+    uint64_t lsn150 = 0;
+    for (int i = 0; i < 150; i++) {
+        ck_assert_int_eq(ulog_reader_next(r, &lr, false), ULOG_OK);
+        lsn150 = lr.lsn;
+    }
+    ulog_reader_close(r);
+    ck_assert_int_eq(_read_all(u, lsn150, "k"), 150);
+    ulog_close(u);
+    /* Reopening finds the same end. */
+    u = _open(4096, 0, &rec);
+    ck_assert_uint_eq(rec.last_seq, 300);
+    ck_assert_uint_eq(rec.last_lsn, prev);
+    ck_assert_uint_eq(rec.cut_bytes, 0);
+    ulog_close(u);
+}
+END_TEST
+
+static void
+_segment_path(char *out, size_t len, int no)
+{
+    snprintf(out, len, "%s/ulog/%08d.ulog", dir, no);
+}
+
+START_TEST(test_u3_torn_tail_cut_at_every_offset)
+{
+    struct ulog_recovery rec;
+    struct ulog *u = _open(1 << 20, 0, &rec);
+    for (int i = 0; i < 5; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "k%d", i);
+        _append(u, key, "value");
+    }
+    ulog_close(u);
+    char path[128];
+    _segment_path(path, sizeof(path), 1);
+    struct stat sb;
+    ck_assert_int_eq(stat(path, &sb), 0);
+    off_t full = sb.st_size;
+    uint8_t last[256];
+    size_t lastlen = _record(last, "k4", "value");
+    /* Cut the file inside its final record at every offset. */
+    for (off_t cut = full - (off_t)lastlen; cut < full; cut++) {
+        char copy[256];
+        snprintf(copy, sizeof(copy), "cp %s %s.orig", path, path);
+        ck_assert_int_eq(system(copy), 0);
+        ck_assert_int_eq(truncate(path, cut), 0);
+        u = _open(1 << 20, 0, &rec);
+        ck_assert_uint_eq(rec.last_seq, 4);
+        ck_assert_uint_eq(rec.cut_bytes, (uint64_t)(cut - (full - (off_t)lastlen)));
+        ck_assert_int_eq(_read_all(u, 0, "k"), 4);
+        /* The log carries on after the cut. */
+        _append(u, "k9", "after");
+        ck_assert_int_eq(_read_all(u, 0, "k"), 5);
+        ulog_close(u);
+        snprintf(copy, sizeof(copy), "mv %s.orig %s", path, path);
+        ck_assert_int_eq(system(copy), 0);
+    }
+}
+END_TEST
+
+START_TEST(test_u3_corrupt_record_ends_log)
+{
+    struct ulog_recovery rec;
+    struct ulog *u = _open(1 << 20, 0, &rec);
+    _append(u, "a1", "first");
+    _append(u, "a2", "second");
+    _append(u, "a3", "third");
+    ulog_close(u);
+    char path[128];
+    _segment_path(path, sizeof(path), 1);
+    /* Flip a byte in the value of the second record. */
+    int fd = open(path, O_RDWR);
+    uint8_t one[256];
+    size_t first = _record(one, "a1", "first");
+    off_t at = ULOG_SEGMENT_HEADER + (off_t)first + 40;
+    uint8_t b;
+    ck_assert_int_eq(pread(fd, &b, 1, at), 1);
+    b ^= 0xff;
+    ck_assert_int_eq(pwrite(fd, &b, 1, at), 1);
+    close(fd);
+    u = _open(1 << 20, 0, &rec);
+    ck_assert_uint_eq(rec.last_seq, 1);
+    ck_assert_uint_gt(rec.cut_bytes, 0);
+    ck_assert_int_eq(_read_all(u, 0, "a"), 1);
+    ulog_close(u);
+}
+END_TEST
+
+START_TEST(test_u4_u5_checkpoint_and_removal)
+{
+    struct ulog_recovery rec;
+    struct ulog *u = _open(2048, 2, &rec);
+    char key[32];
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        _append(u, key, "0123456789");
+    }
+    struct ulog_stats st;
+    ulog_stats(u, &st);
+    uint32_t before = st.segments;
+    /* A peer that has acknowledged nothing holds everything back... */
+    peers_acked = 0;
+    ck_assert_int_eq(ulog_checkpoint(u), ULOG_OK);
+    ulog_stats(u, &st);
+    ck_assert_uint_eq(st.checkpoint_lsn, st.last_lsn);
+    /* ... except beyond -ukeep (2): that peer must resynchronise. */
+    ck_assert_uint_eq(st.segments, 3);
+    ck_assert_uint_lt(st.segments, before);
+    /* Its position is gone: a reader reports the gap, never skips. */
+    struct ulog_reader *r;
+    ck_assert_int_eq(ulog_reader_open(u, 0, &r), ULOG_EGAP);
+    /* Records after the oldest kept are all still readable. */
+    ck_assert_int_gt(_read_all(u, st.oldest_lsn, "k"), 0);
+    ulog_close(u);
+    /* The checkpoint survives a restart. */
+    u = _open(2048, 2, &rec);
+    ck_assert_uint_eq(rec.checkpoint_lsn, st.checkpoint_lsn);
+    ulog_close(u);
+}
+END_TEST
+
+START_TEST(test_u5_peer_acks_release_segments)
+{
+    struct ulog_recovery rec;
+    struct ulog *u = _open(2048, 100, &rec);
+    char key[32];
+    uint64_t mid = 0;
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        uint64_t lsn = _append(u, key, "0123456789");
+        if (i == 100) {
+            mid = lsn;
+        }
+    }
+    struct ulog_stats st;
+    ulog_stats(u, &st);
+    uint32_t all = st.segments;
+    peers_acked = mid;
+    ck_assert_int_eq(ulog_checkpoint(u), ULOG_OK);
+    ulog_stats(u, &st);
+    ck_assert_uint_lt(st.segments, all);
+    /* Everything after the peer's position is kept. */
+    ck_assert_int_eq(_read_all(u, mid, "k"), 99);
+    peers_acked = UINT64_MAX;
+    ck_assert_int_eq(ulog_checkpoint(u), ULOG_OK);
+    ulog_stats(u, &st);
+    ck_assert_uint_eq(st.segments, 1);
+    ulog_close(u);
+}
+END_TEST
+
+START_TEST(test_u4_checkpoint_waits_for_inflight)
+{
+    struct ulog_recovery rec;
+    struct ulog *u = _open(1 << 20, 0, &rec);
+    int slot = ulog_slot(u);
+    uint8_t buf[256];
+    uint64_t first;
+    uint64_t lsn;
+    first = _append(u, "a", "applied");
+    size_t n = _record(buf, "b", "in flight");
+    ck_assert_int_eq(ulog_append(u, slot, buf, n, 1, &lsn), ULOG_OK);
+    /* The second record is logged but not applied: no checkpoint past it. */
+    ck_assert_uint_eq(ulog_applied_lsn(u), lsn - 1);
+    ck_assert_int_eq(ulog_checkpoint(u), ULOG_OK);
+    struct ulog_stats st;
+    ulog_stats(u, &st);
+    ck_assert_uint_lt(st.checkpoint_lsn, lsn);
+    ck_assert_uint_ge(st.checkpoint_lsn, first);
+    ulog_applied(u, slot);
+    ck_assert_int_eq(ulog_checkpoint(u), ULOG_OK);
+    ulog_stats(u, &st);
+    ck_assert_uint_eq(st.checkpoint_lsn, lsn);
+    ulog_close(u);
+}
+END_TEST
+
+START_TEST(test_fsync_policy_parse)
+{
+    enum ulog_fsync p;
+    uint32_t ms = 0;
+    ck_assert(ulog_parse_fsync("always", &p, &ms) && p == ULOG_FSYNC_ALWAYS);
+    ck_assert(ulog_parse_fsync("never", &p, &ms) && p == ULOG_FSYNC_NEVER);
+    ck_assert(ulog_parse_fsync("100", &p, &ms) && p == ULOG_FSYNC_INTERVAL &&
+              ms == 100);
+    ck_assert(!ulog_parse_fsync("0", &p, &ms));
+    ck_assert(!ulog_parse_fsync("sometimes", &p, &ms));
+}
+END_TEST
+
+static Suite *
+ulog_suite(void)
+{
+    Suite *s = suite_create("ulog");
+    TCase *tc = tcase_create("codec");
+    tcase_add_test(tc, test_crc32c_known_answer);
+    tcase_add_test(tc, test_logrec_roundtrip_and_damage);
+    tcase_add_test(tc, test_fsync_policy_parse);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("log");
+    tcase_add_checked_fixture(tc, _setup, _teardown);
+    tcase_add_test(tc, test_u1_append_read_rotation);
+    tcase_add_test(tc, test_u3_torn_tail_cut_at_every_offset);
+    tcase_add_test(tc, test_u3_corrupt_record_ends_log);
+    tcase_add_test(tc, test_u4_u5_checkpoint_and_removal);
+    tcase_add_test(tc, test_u5_peer_acks_release_segments);
+    tcase_add_test(tc, test_u4_checkpoint_waits_for_inflight);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TEST_MAIN(ulog_suite)
