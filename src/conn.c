@@ -15,6 +15,14 @@
 #define CONN_REQS_PER_EVENT 64
 /* Idle buffers larger than this are released. */
 #define CONN_BUF_KEEP 65536
+/* Release points kept per connection; later ones are merged. */
+#define CONN_RELEASES 8
+
+/* Output up to `end` may be sent once `lsn` is durable. */
+struct release {
+    uint64_t end;
+    uint64_t lsn;
+};
 
 struct conn {
     int fd;
@@ -26,12 +34,15 @@ struct conn {
     struct buf out;
     struct proto_parser parser;
     size_t cursor; /* progress through a multi-key get */
-    bool wrote;        /* staged writes since its output was last sent */
-    uint64_t need_lsn; /* log position its queued output depends on */
-    enum conn_state after_sync; /* state to return to from SYNCING */
+    uint64_t sent;      /* bytes ever sent (absolute output offset) */
+    uint64_t safe_end;  /* output up to here may be sent */
+    struct release rel[CONN_RELEASES];
+    int nrel;
+    bool wrote;         /* staged writes during this pass */
+    bool waiting;       /* on the host's durability wait list */
+    struct conn *wait_next;
     bool on_send_list;
     struct conn *send_next;
-    struct conn *sync_next;
     struct conn *dead_next;
     struct conn *prev;
     struct conn *next;
@@ -41,7 +52,6 @@ const char *const conn_state_names[CONN_STATE_COUNT] = {
     [CONN_READING] = "reading",
     [CONN_DRAINING] = "draining",
     [CONN_CLOSING] = "closing",
-    [CONN_SYNCING] = "syncing",
     [CONN_CLOSED] = "closed",
 };
 
@@ -78,12 +88,9 @@ _set_state(struct conn *c, enum conn_state next)
     /* Allowed moves, per the diagram in conn.h. */
     static const unsigned allowed[CONN_STATE_COUNT] = {
         [CONN_READING] = 1u << CONN_DRAINING | 1u << CONN_CLOSING |
-                         1u << CONN_SYNCING | 1u << CONN_CLOSED,
-        [CONN_DRAINING] = 1u << CONN_READING | 1u << CONN_SYNCING |
-                          1u << CONN_CLOSED,
-        [CONN_CLOSING] = 1u << CONN_SYNCING | 1u << CONN_CLOSED,
-        [CONN_SYNCING] = 1u << CONN_READING | 1u << CONN_DRAINING |
-                         1u << CONN_CLOSING | 1u << CONN_CLOSED,
+                         1u << CONN_CLOSED,
+        [CONN_DRAINING] = 1u << CONN_READING | 1u << CONN_CLOSED,
+        [CONN_CLOSING] = 1u << CONN_CLOSED,
         [CONN_CLOSED] = 0,
     };
     if (!(allowed[c->state] & (1u << next))) {
@@ -98,14 +105,13 @@ _close(struct conn *c)
     if (c->state == CONN_CLOSED) {
         return;
     }
-    if (c->state == CONN_SYNCING) {
-        struct conn **link = &c->h->sync_head;
-        while (*link != NULL && *link != c) {
-            link = &(*link)->sync_next;
+    if (c->waiting) {
+        struct conn **link = &c->h->wait_head;
+        while (*link != c) {
+            link = &(*link)->wait_next;
         }
-        if (*link == c) {
-            *link = c->sync_next;
-        }
+        *link = c->wait_next;
+        c->waiting = false;
     }
     _set_state(c, CONN_CLOSED);
     _set_events(c, 0);
@@ -301,45 +307,60 @@ _read(struct conn *c)
 }
 
 /*
- * Parks the connection in SYNCING if its output answers writes the log has
- * not made durable yet (T3). Returns true if it was parked.
+ * Moves the safe end past every release point whose lsn is durable. At the
+ * end of a pass with no point left, everything queued is safe; in the
+ * middle of one, output produced since the last point may still depend on
+ * writes not yet committed.
  */
-static bool
-_park_until_durable(struct conn *c)
+static void
+_settle(struct conn *c, bool end_of_pass)
 {
     struct conn_host *h = c->h;
-
-    if (c->wrote) {
-        c->wrote = false;
-        c->need_lsn = h->pctx->batch->last_lsn;
+    uint64_t durable = h->durable != NULL ? h->durable(h->sync_arg)
+                                          : UINT64_MAX;
+    int done = 0;
+    while (done < c->nrel && c->rel[done].lsn <= durable) {
+        c->safe_end = c->rel[done].end;
+        done++;
     }
-    if (h->durable == NULL || c->need_lsn == 0 ||
-        h->durable(h->sync_arg, c->need_lsn)) {
-        return false;
+    memmove(c->rel, c->rel + done, (size_t)(c->nrel - done) * sizeof(c->rel[0]));
+    c->nrel -= done;
+    if (c->nrel == 0 && end_of_pass) {
+        c->safe_end = c->sent + buf_len(&c->out);
     }
-    if (c->state != CONN_SYNCING) {
-        c->after_sync = c->state;
-        _set_state(c, CONN_SYNCING);
-        _set_events(c, 0);
-        c->sync_next = h->sync_head;
-        h->sync_head = c;
+    if (c->nrel > 0 && !c->waiting) {
+        c->waiting = true;
+        c->wait_next = h->wait_head;
+        h->wait_head = c;
     }
-    h->want_sync(h->sync_arg, c->need_lsn);
-    return true;
 }
 
-/* Sends queued output; called only after the pass's writes committed. */
+/* Records that output so far answers writes logged up to `lsn`. */
+static void
+_mark_release(struct conn *c, uint64_t lsn)
+{
+    uint64_t end = c->sent + buf_len(&c->out);
+    if (c->nrel == CONN_RELEASES) {
+        c->rel[CONN_RELEASES - 1] = (struct release){end, lsn};
+    } else {
+        c->rel[c->nrel++] = (struct release){end, lsn};
+    }
+    c->h->want_sync(c->h->sync_arg, lsn);
+}
+
+/* Sends queued output up to the safe end (T3). */
 static void
 _flush(struct conn *c)
 {
-    if (_park_until_durable(c)) {
-        return;
-    }
-    while (buf_len(&c->out) > 0) {
-        ssize_t n = send(c->fd, buf_head(&c->out), buf_len(&c->out),
-                         MSG_NOSIGNAL);
+    while (buf_len(&c->out) > 0 && c->sent < c->safe_end) {
+        size_t len = buf_len(&c->out);
+        if (c->safe_end - c->sent < len) {
+            len = (size_t)(c->safe_end - c->sent);
+        }
+        ssize_t n = send(c->fd, buf_head(&c->out), len, MSG_NOSIGNAL);
         if (n > 0) {
             buf_consume(&c->out, (size_t)n);
+            c->sent += (uint64_t)n;
             stats_add(c->h->stats, STATS_BYTES_WRITTEN, (uint64_t)n);
             continue;
         }
@@ -355,6 +376,9 @@ _flush(struct conn *c)
         }
         _close(c);
         return;
+    }
+    if (buf_len(&c->out) > 0) {
+        return; /* the rest waits for durability or the end of the pass */
     }
     buf_shrink(&c->out, CONN_BUF_KEEP);
     if (c->state == CONN_CLOSING) {
@@ -380,6 +404,7 @@ _on_event(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (what & EV_WRITE) {
+        _settle(c, false);
         _flush(c);
         return;
     }
@@ -389,15 +414,21 @@ _on_event(evutil_socket_t fd, short what, void *arg)
 }
 
 void
-conn_host_end_pass(struct conn_host *h)
+conn_host_end_pass(struct conn_host *h, uint64_t lsn)
 {
     while (h->send_head != NULL) {
         struct conn *c = h->send_head;
         h->send_head = c->send_next;
         c->on_send_list = false;
-        if (c->state != CONN_CLOSED) {
-            _flush(c);
+        if (c->state == CONN_CLOSED) {
+            continue;
         }
+        if (c->wrote && h->durable != NULL) {
+            _mark_release(c, lsn);
+        }
+        c->wrote = false;
+        _settle(c, true);
+        _flush(c);
     }
     while (h->dead_head != NULL) {
         struct conn *c = h->dead_head;
@@ -407,36 +438,51 @@ conn_host_end_pass(struct conn_host *h)
 }
 
 void
-conn_host_synced(struct conn_host *h)
+conn_host_durable(struct conn_host *h)
 {
-    struct conn **link = &h->sync_head;
+    if (h->log_failed != NULL && h->log_failed(h->sync_arg)) {
+        while (h->wait_head != NULL) {
+            struct conn *c = h->wait_head;
+            buf_reset(&c->out);
+            _close(c); /* unlinks it from the wait list */
+        }
+        return;
+    }
+    struct conn **link = &h->wait_head;
     while (*link != NULL) {
         struct conn *c = *link;
-        if (c->state == CONN_SYNCING &&
-            !h->durable(h->sync_arg, c->need_lsn)) {
-            link = &c->sync_next;
-            continue;
+        _settle(c, false);
+        if (c->nrel == 0) {
+            *link = c->wait_next;
+            c->waiting = false;
+            _queue_send(c); /* the rest goes at the end of the pass */
+        } else {
+            link = &c->wait_next;
         }
-        *link = c->sync_next;
-        if (c->state == CONN_SYNCING) {
-            c->need_lsn = 0;
-            _set_state(c, c->after_sync);
-            _queue_send(c); /* sent at the end of the pass */
-        }
+        _flush(c);
     }
 }
 
 void
 conn_host_close_all(struct conn_host *h)
 {
-    conn_host_end_pass(h);
+    conn_host_end_pass(h, 0);
     while (h->all != NULL) {
         struct conn *c = h->all;
         if (c->state != CONN_CLOSED) {
-            send(c->fd, buf_head(&c->out), buf_len(&c->out),
-                 MSG_NOSIGNAL | MSG_DONTWAIT);
+            /* Only what is safe: unanswered writes get no reply (T3). */
+            _settle(c, false);
+            if (c->safe_end > c->sent) {
+                size_t len = buf_len(&c->out);
+                if (c->safe_end - c->sent < len) {
+                    len = (size_t)(c->safe_end - c->sent);
+                }
+                ssize_t w = send(c->fd, buf_head(&c->out), len,
+                                 MSG_NOSIGNAL | MSG_DONTWAIT);
+                (void)w;
+            }
             _close(c);
         }
-        conn_host_end_pass(h);
+        conn_host_end_pass(h, 0);
     }
 }

@@ -42,7 +42,6 @@ enum conn_state {
     CONN_READING,
     CONN_DRAINING,
     CONN_CLOSING,
-    CONN_SYNCING,
     CONN_CLOSED,
     CONN_STATE_COUNT
 };
@@ -63,8 +62,14 @@ struct conn_host {
     struct conn *all;              /* every connection not yet freed */
     struct conn *send_head;        /* output waiting for the end of pass */
     struct conn *dead_head;        /* closed, freed at the end of pass */
-    struct conn *sync_head;        /* SYNCING, waiting for durability */
+    struct conn *wait_head;        /* output waiting for durability */
     uint64_t nconns;
+    /* The update log's durable lsn; NULL when every write is durable once
+     * committed (no log, -uas, or a policy other than "always"). */
+    uint64_t (*durable)(void *arg);
+    bool (*log_failed)(void *arg); /* durability will never come */
+    void (*want_sync)(void *arg, uint64_t lsn);
+    void *sync_arg;
     /*
      * Takes over the socket of a replication peer that sent REPL (the
      * request points into the connection's buffer; copy what is needed).
@@ -72,10 +77,6 @@ struct conn_host {
      */
     int (*handoff)(void *arg, int fd, const struct proto_request *req);
     void *handoff_arg;
-    /* Durability of the update log; NULL when there is none. */
-    bool (*durable)(void *arg, uint64_t lsn);
-    void (*want_sync)(void *arg, uint64_t lsn);
-    void *sync_arg;
 };
 
 /* Initialises an empty host. */
@@ -95,17 +96,19 @@ struct conn *conn_create(struct conn_host *h, int fd);
 void conn_abort(struct conn *c);
 
 /*
- * End of a pass, after the write batch has committed: sends every queued
- * reply, then frees the connections closed during the pass.
+ * End of a pass, after the write batch has committed up to `lsn`: marks a
+ * release point on every connection that wrote, sends what may be sent,
+ * then frees the connections closed during the pass.
  */
-void conn_host_end_pass(struct conn_host *h);
+void conn_host_end_pass(struct conn_host *h, uint64_t lsn);
 
 /*
- * Queues for sending the output of SYNCING connections whose writes became
- * durable; it goes out at the end of the pass. Called when the update
- * log's sync thread reports progress.
+ * The update log made more writes durable: sends the output they released.
+ * If the log failed instead, closes every connection still waiting, so no
+ * reply ever claims a write that was not kept. May be called in the middle
+ * of a pass.
  */
-void conn_host_synced(struct conn_host *h);
+void conn_host_durable(struct conn_host *h);
 
 /*
  * Closes every connection (shutdown). Their queued output is sent first,

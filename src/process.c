@@ -444,6 +444,8 @@ _stats_replication(const struct stats_snapshot *snap, struct buf *out)
                               u->checkpoints);
         ok = ok && reply_stat(out, "kura_ulog_segments_removed", "%" PRIu64,
                               u->purged);
+        ok = ok && reply_stat(out, "kura_ulog_prepared_bytes", "%" PRIu64,
+                              u->prepared_ahead);
         ok = ok && reply_stat(out, "kura_ulog_failed", "%d", u->failed ? 1 : 0);
     }
     if (snap->has_master) {
@@ -468,6 +470,12 @@ _stats_replication(const struct stats_snapshot *snap, struct buf *out)
                               m->resyncs);
         ok = ok && reply_stat(out, "kura_repl_master_connects", "%" PRIu64,
                               m->connects);
+        ok = ok && reply_stat(out, "kura_repl_master_delay_p50_us", "%" PRIu64,
+                              m->delay_p50_us);
+        ok = ok && reply_stat(out, "kura_repl_master_delay_p99_us", "%" PRIu64,
+                              m->delay_p99_us);
+        ok = ok && reply_stat(out, "kura_repl_master_delay_max_us", "%" PRIu64,
+                              m->delay_max_us);
     }
     ok = ok && reply_stat(out, "kura_repl_peers", "%d", snap->npeers);
     for (int i = 0; ok && i < snap->npeers; i++) {

@@ -22,7 +22,7 @@
 #define HEARTBEAT_MS 200
 #define SEND_TIMEOUT_MS 10000
 #define SEND_CHUNK ((size_t)256 << 10)
-#define PERSIST_MS 1000
+#define PERSIST_MS 10000
 
 struct sender {
     struct repl_master *m;

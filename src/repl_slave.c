@@ -15,16 +15,19 @@
 
 #include "atomicfile.h"
 #include "buf.h"
+#include "hist.h"
 #include "netio.h"
 #include "repl_proto.h"
 #include "util.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
-#define PERSIST_MS 100
+#define ACK_MS 100      /* how often the durable position is acknowledged */
+#define PERSIST_MS 1000 /* how often it is written to the -rts file */
 #define HELLO_TIMEOUT_MS 5000
 #define SILENCE_MS 5000 /* no frame for this long: the master is gone */
 #define RING 128
+#define READ_MAX ((size_t)4 << 20) /* bytes taken from the socket per round */
 
 /* A commit whose durability advances the acknowledged position. */
 struct pending {
@@ -38,14 +41,17 @@ struct repl_slave {
     struct txn_engine *eng;
     struct logger *log;
     pthread_t thread;
+    pthread_t persister;
     bool started;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool stopping;
     int fd;
     struct repl_slave_stats st;
-    uint64_t rts;       /* durable master position, as persisted */
+    struct hist delay;  /* guarded by lock */
+    uint64_t rts;       /* durable master position (guarded by lock) */
     uint64_t rts_seq;
+    uint64_t persisted; /* position last written to the -rts file */
     uint64_t master_seq;    /* master log end, from the last heartbeat */
     uint64_t master_now_us;
     struct txn_batch batch;
@@ -76,6 +82,7 @@ _read_rts(struct repl_slave *s, char *err, size_t errlen)
     }
     s->rts = lsn;
     s->rts_seq = seq;
+    s->persisted = lsn;
     return 0;
 }
 
@@ -236,34 +243,66 @@ _frame(struct repl_slave *s, struct session *ss, const struct repl_frame *f)
     pthread_mutex_lock(&s->lock);
     s->st.received++;
     s->st.applied += applied ? 1 : 0;
+    if (f->type == REPL_FRAME_RECORD) {
+        uint64_t now = util_now_us();
+        hist_add(&s->delay, now > f->rec.lsn ? now - f->rec.lsn : 0);
+    }
     pthread_mutex_unlock(&s->lock);
     return 0;
 }
 
-/* Persists and acknowledges what became durable. Returns -1 on error. */
+/*
+ * Advances the durable position and acknowledges it every ACK_MS. The
+ * -rts file is written by its own thread (_persist_main), because its
+ * fsync can take long and must not stall applying. Returns -1 on error.
+ */
 static int
 _acknowledge(struct repl_slave *s, struct session *ss, int fd, bool force)
 {
     uint64_t lsn = s->rts;
     uint64_t seq = s->rts_seq;
     _durable_position(s, &lsn, &seq);
+    pthread_mutex_lock(&s->lock);
+    if (lsn > s->rts) {
+        s->rts = lsn;
+    }
+    if (seq > s->rts_seq) {
+        s->rts_seq = seq;
+    }
+    pthread_mutex_unlock(&s->lock);
     uint64_t now = util_mono_ms();
     if (!force && now < ss->next_persist) {
         return 0;
     }
-    ss->next_persist = now + PERSIST_MS;
-    if (lsn > s->rts) {
-        _write_rts(s, lsn, seq);
-        pthread_mutex_lock(&s->lock);
-        s->rts = lsn;
-        if (seq > s->rts_seq) {
-            s->rts_seq = seq;
-        }
-        pthread_mutex_unlock(&s->lock);
-    }
+    ss->next_persist = now + ACK_MS;
     uint8_t ack[REPL_ACK_LEN];
     repl_encode_ack(ack, s->rts, s->rts_seq);
     return netio_send_all(fd, ack, sizeof(ack), 2000);
+}
+
+/* Writes the durable position to the -rts file if it moved. */
+static void
+_persist(struct repl_slave *s)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t lsn = s->rts;
+    uint64_t seq = s->rts_seq;
+    pthread_mutex_unlock(&s->lock);
+    if (lsn > s->persisted) {
+        _write_rts(s, lsn, seq);
+        s->persisted = lsn;
+    }
+}
+
+static void *
+_persist_main(void *arg)
+{
+    struct repl_slave *s = arg;
+    while (!_stopping(s)) {
+        _pause(s, PERSIST_MS);
+        _persist(s);
+    }
+    return NULL;
 }
 
 static void
@@ -305,16 +344,27 @@ _session(struct repl_slave *s, int fd)
             break;
         }
         if (r > 0) {
-            if (!buf_reserve(&ss.in, 1 << 16, REPL_FRAME_MAX + (1 << 16))) {
-                break;
+            /* Take everything that has arrived (up to READ_MAX), so a fast
+             * master is applied in large batches, one commit each. */
+            ssize_t got = 0;
+            while (buf_len(&ss.in) < READ_MAX) {
+                if (!buf_reserve(&ss.in, 1 << 16, REPL_FRAME_MAX + READ_MAX)) {
+                    got = -1;
+                    break;
+                }
+                got = recv(fd, buf_tail(&ss.in), buf_room(&ss.in),
+                           MSG_DONTWAIT);
+                if (got <= 0) {
+                    break;
+                }
+                buf_produce(&ss.in, (size_t)got);
             }
-            ssize_t got = recv(fd, buf_tail(&ss.in), buf_room(&ss.in), 0);
-            if (got <= 0) {
+            if (got == 0 ||
+                (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
                 log_info(s->log, "repl: master %s:%d closed the connection",
                          s->o.host, s->o.port);
                 break;
             }
-            buf_produce(&ss.in, (size_t)got);
             ss.last_frame_ms = util_mono_ms();
         } else if (util_mono_ms() - ss.last_frame_ms > SILENCE_MS) {
             log_warn(s->log, "repl: master %s:%d silent for %d ms; "
@@ -347,6 +397,8 @@ _session(struct repl_slave *s, int fd)
         if (txn_commit(&s->batch) != TXN_OK) {
             break;
         }
+        /* Acknowledged only once durable here (the sync thread makes it
+         * so without this loop waiting; see _durable_position()). */
         if (!ss.in_snapshot) {
             _push(s, s->batch.last_lsn, ss.pos_lsn, ss.pos_seq);
         }
@@ -429,6 +481,14 @@ repl_slave_start(struct repl_slave *s)
     if (pthread_create(&s->thread, NULL, _main, s) != 0) {
         return -1;
     }
+    if (pthread_create(&s->persister, NULL, _persist_main, s) != 0) {
+        pthread_mutex_lock(&s->lock);
+        s->stopping = true;
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(s->thread, NULL);
+        return -1;
+    }
     s->started = true;
     return 0;
 }
@@ -448,6 +508,9 @@ repl_slave_stats(struct repl_slave *s, struct repl_slave_stats *out)
     pthread_mutex_lock(&s->lock);
     *out = s->st;
     out->applied_lsn = s->rts;
+    out->delay_p50_us = hist_percentile(&s->delay, 50);
+    out->delay_p99_us = hist_percentile(&s->delay, 99);
+    out->delay_max_us = s->delay.max;
     out->lag_records = s->master_seq > s->rts_seq ? s->master_seq - s->rts_seq
                                                   : 0;
     if (out->master_lsn > s->rts) {
@@ -474,6 +537,8 @@ repl_slave_destroy(struct repl_slave *s)
         pthread_cond_broadcast(&s->cond);
         pthread_mutex_unlock(&s->lock);
         pthread_join(s->thread, NULL);
+        pthread_join(s->persister, NULL);
+        _persist(s);
     }
     txn_batch_deinit(&s->batch);
     pthread_cond_destroy(&s->cond);

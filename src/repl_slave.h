@@ -36,6 +36,11 @@ struct repl_slave_stats {
     uint64_t applied;       /* of which won and were applied */
     uint64_t resyncs;
     uint64_t connects;
+    /* From the master's log append to applied here, per record: exact
+     * when both servers share a clock, approximate with NTP. */
+    uint64_t delay_p50_us;
+    uint64_t delay_p99_us;
+    uint64_t delay_max_us;
 };
 
 struct repl_slave_options {

@@ -33,10 +33,14 @@
  *       far behind is resynchronised in full instead).
  *
  * Threads: appenders (workers, the replication receiver) call
- * ulog_append(); a sync thread makes the log durable according to the
- * fsync policy; a checkpoint thread syncs the database, records
- * checkpoints and removes old segments; readers (replication senders,
- * redo, tools) read the files concurrently up to the written end.
+ * ulog_append(); under the "always" policy a sync thread fdatasyncs
+ * whatever has been written, as often as the disk allows, and tells the
+ * workers waiting to answer (a dedicated thread may instead call
+ * ulog_sync() and wait); under "every N ms" it syncs on that beat. It also
+ * prepares log space ahead of the appends. A checkpoint thread
+ * syncs the database, records checkpoints and removes old segments;
+ * readers (replication senders, redo, tools) read the files concurrently
+ * up to the written end.
  * One mutex guards the append position; waiting readers sleep on its
  * condition variable, which every append and sync broadcasts.
  */
@@ -115,6 +119,7 @@ struct ulog_stats {
     uint64_t syncs;          /* fdatasync(2) calls on the log */
     uint64_t checkpoints;
     uint64_t purged;         /* segments removed */
+    uint64_t prepared_ahead; /* zeroed, synced bytes past the end */
     bool failed;
 };
 
@@ -160,18 +165,34 @@ void ulog_applied(struct ulog *u, int slot);
 /* True if records up to `lsn` are as durable as the policy promises. */
 bool ulog_durable(struct ulog *u, uint64_t lsn);
 
+/* True once a write or sync failed; the log then refuses appends. */
+bool ulog_failed(struct ulog *u);
+
 /* Highest lsn that is durable under the policy. */
 uint64_t ulog_durable_lsn(struct ulog *u);
 
 /*
- * Registers a callback the sync thread calls (from its own thread) after
- * a sync, for a waiter that asked with ulog_want_sync(). Returns the
- * watcher id, or -1.
+ * Registers a callback the sync thread calls (from its own thread) once a
+ * sync has made the lsn asked for with ulog_want_sync() durable. Returns
+ * the watcher id, or -1.
  */
 int ulog_watch(struct ulog *u, void (*fn)(void *arg), void *arg);
 
-/* Asks the sync thread to make `lsn` durable and then notify `watcher`. */
+/*
+ * Asks the sync thread to make `lsn` durable and then call `watcher`'s
+ * callback. Under policies other than "always" the callback is not needed:
+ * ulog_durable() is already true for every written lsn.
+ */
 void ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn);
+
+/*
+ * Makes every record up to `lsn` durable before returning (fdatasync),
+ * unless it already is or the policy is not ULOG_FSYNC_ALWAYS. Callers that
+ * arrive while another thread's sync already covers `lsn` wait for it
+ * instead of issuing their own: concurrent group commits share one
+ * fdatasync. Returns ULOG_OK or ULOG_EIO (the log then refuses appends).
+ */
+enum ulog_status ulog_sync(struct ulog *u, uint64_t lsn);
 
 /*
  * Highest lsn below which every record has been applied to the database

@@ -38,6 +38,9 @@ _on_notify(evutil_socket_t fd, short what, void *arg)
     bool more = w->qlen > 0;
     bool stopping = w->stopping;
     pthread_mutex_unlock(&w->lock);
+    if (atomic_exchange(&w->synced, false)) {
+        conn_host_durable(&w->host);
+    }
     for (size_t i = 0; i < n; i++) {
         if (stopping) {
             close(fds[i]);
@@ -45,9 +48,6 @@ _on_notify(evutil_socket_t fd, short what, void *arg)
         } else if (conn_create(&w->host, fds[i]) == NULL) {
             atomic_fetch_sub(&w->shared->curr_conns, 1);
         }
-    }
-    if (atomic_exchange(&w->synced, false)) {
-        conn_host_synced(&w->host);
     }
     if (more || stopping) {
         event_active(w->notify_ev, EV_READ, 0);
@@ -59,7 +59,7 @@ _on_notify(evutil_socket_t fd, short what, void *arg)
 
 static void _wake(struct worker *w);
 
-/* Called by the update log's sync thread. */
+/* The update log's sync thread made what this worker asked for durable. */
 static void
 _on_synced(void *arg)
 {
@@ -68,11 +68,18 @@ _on_synced(void *arg)
     _wake(w);
 }
 
-static bool
-_durable(void *arg, uint64_t lsn)
+static uint64_t
+_durable(void *arg)
 {
     struct worker *w = arg;
-    return ulog_durable(w->shared->ulog, lsn);
+    return ulog_durable_lsn(w->shared->ulog);
+}
+
+static bool
+_log_failed(void *arg)
+{
+    struct worker *w = arg;
+    return ulog_failed(w->shared->ulog);
 }
 
 static void
@@ -129,12 +136,14 @@ worker_init(struct worker *w, int id, struct worker_shared *shared)
     w->host.curr_conns = &shared->curr_conns;
     w->host.handoff = shared->handoff;
     w->host.handoff_arg = shared->handoff_arg;
-    if (shared->ulog != NULL && !shared->eng->uas) {
+    if (shared->ulog != NULL && !shared->eng->uas &&
+        shared->penv->settings->fsync == ULOG_FSYNC_ALWAYS) {
         w->watcher = ulog_watch(shared->ulog, _on_synced, w);
         if (w->watcher < 0) {
             return -1;
         }
         w->host.durable = _durable;
+        w->host.log_failed = _log_failed;
         w->host.want_sync = _want_sync;
         w->host.sync_arg = w;
     }
@@ -148,6 +157,17 @@ worker_init(struct worker *w, int id, struct worker_shared *shared)
     return 0;
 }
 
+/*
+ * End of pass: one commit for every write of the pass (T3); the replies
+ * follow as soon as the writes they answer are durable.
+ */
+static void
+_end_pass(struct worker *w)
+{
+    txn_commit(&w->batch);
+    conn_host_end_pass(&w->host, w->batch.last_lsn);
+}
+
 static void *
 _main(void *arg)
 {
@@ -155,9 +175,7 @@ _main(void *arg)
 
     for (;;) {
         event_base_loop(w->base, EVLOOP_ONCE);
-        /* End of pass: one commit for every write of the pass (T3). */
-        txn_commit(&w->batch);
-        conn_host_end_pass(&w->host);
+        _end_pass(w);
         pthread_mutex_lock(&w->lock);
         bool stopping = w->stopping;
         pthread_mutex_unlock(&w->lock);
@@ -165,7 +183,7 @@ _main(void *arg)
             break;
         }
     }
-    txn_commit(&w->batch);
+    _end_pass(w);
     conn_host_close_all(&w->host);
     return NULL;
 }

@@ -8,8 +8,10 @@
  * no connection state is ever shared between threads.
  *
  * One pass of a worker's loop runs every ready callback (reads, parsing,
- * processing, staging writes), then commits the batch once and sends every
- * reply produced in the pass: one group commit per pass.
+ * processing, staging writes), then commits the batch once (one log write)
+ * and sends every reply that may go: one group commit per pass. Under the
+ * "always" fsync policy replies to writes go when the sync thread reports
+ * them durable (conn.h); the worker does not wait and keeps serving.
  *
  * Thread-safety: worker_dispatch() and worker_stop() may be called from any
  * thread; everything else belongs to the worker's own thread.

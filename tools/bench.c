@@ -30,17 +30,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hist.h"
 #include "util.h"
 
-#define HIST_SUB 32 /* buckets per power of two */
-#define HIST_BUCKETS (64 * HIST_SUB)
 #define RBUF_SIZE 65536
-
-struct hist {
-    uint64_t counts[HIST_BUCKETS];
-    uint64_t n;
-    uint64_t max;
-};
 
 struct bconn {
     int fd;
@@ -88,57 +81,6 @@ _rand(struct bench *b)
     b->rng ^= b->rng << 25;
     b->rng ^= b->rng >> 27;
     return b->rng * 2685821657736338717ULL;
-}
-
-static int
-_bucket(uint64_t v)
-{
-    if (v < HIST_SUB) {
-        return (int)v;
-    }
-    int msb = 63 - __builtin_clzll(v);
-    int shift = msb - 5; /* log2(HIST_SUB) = 5 */
-    int sub = (int)((v >> shift) & (HIST_SUB - 1));
-    return (shift + 1) * HIST_SUB + sub;
-}
-
-static uint64_t
-_bucket_value(int b)
-{
-    if (b < HIST_SUB) {
-        return (uint64_t)b;
-    }
-    int shift = b / HIST_SUB - 1;
-    uint64_t sub = (uint64_t)(b % HIST_SUB);
-    return ((uint64_t)HIST_SUB + sub) << shift;
-}
-
-static void
-_hist_add(struct hist *h, uint64_t v)
-{
-    int b = _bucket(v);
-    if (b >= HIST_BUCKETS) {
-        b = HIST_BUCKETS - 1;
-    }
-    h->counts[b]++;
-    h->n++;
-    if (v > h->max) {
-        h->max = v;
-    }
-}
-
-static uint64_t
-_hist_pct(const struct hist *h, double pct)
-{
-    uint64_t target = (uint64_t)ceil((double)h->n * pct / 100.0);
-    uint64_t seen = 0;
-    for (int b = 0; b < HIST_BUCKETS; b++) {
-        seen += h->counts[b];
-        if (seen >= target && target > 0) {
-            return _bucket_value(b);
-        }
-    }
-    return h->max;
 }
 
 static int
@@ -286,7 +228,7 @@ _parse_replies(struct bench *b, struct bconn *c, uint64_t now)
             fprintf(stderr, "bench: unexpected reply: %.*s", (int)line, start);
         }
         if (c->sent_ns[c->head] != 0) {
-            _hist_add(&b->hist, (now - c->sent_ns[c->head]) / 1000);
+            hist_add(&b->hist, (now - c->sent_ns[c->head]) / 1000);
         }
         c->head = (c->head + 1) % 64;
         c->inflight--;
@@ -446,9 +388,9 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
     r->errors = b.errors;
     r->seconds = (double)elapsed / 1e9;
     r->ops_per_s = (double)b.ops / r->seconds;
-    r->p50_us = _hist_pct(&b.hist, 50);
-    r->p99_us = _hist_pct(&b.hist, 99);
-    r->p999_us = _hist_pct(&b.hist, 99.9);
+    r->p50_us = hist_percentile(&b.hist, 50);
+    r->p99_us = hist_percentile(&b.hist, 99);
+    r->p999_us = hist_percentile(&b.hist, 99.9);
     r->max_us = b.hist.max;
     r->connects = b.connects;
     return 0;

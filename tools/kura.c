@@ -16,6 +16,7 @@
 
 #include "bench.h"
 #include "config.h"
+#include "lagprobe.h"
 #include "ulog_cmd.h"
 
 static void
@@ -32,7 +33,7 @@ _usage(FILE *out)
             "kura bench [--host H] [--port P] [--conns N] [--pipeline D]\n"
             "           [--keyspace K] [--prefix S] [--reads PCT]\n"
             "           [--value-size B] [--duration SEC | --ops N]\n"
-            "           [--connect] [--json]\n"
+            "           [--connect] [--json] [--lag-to PORT]\n"
             "kura ulog dump DIR [--after LSN]\n"
             "kura ulog verify DIR\n"
             "kura ulog replay DIR DBNAME [--after LSN]\n");
@@ -54,6 +55,7 @@ _cmd_bench(int argc, char **argv)
         {"ops", required_argument, NULL, 'n'},
         {"connect", no_argument, NULL, 'C'},
         {"json", no_argument, NULL, 'j'},
+        {"lag-to", required_argument, NULL, 'L'},
         {NULL, 0, NULL, 0},
     };
     struct bench_opts o = {
@@ -68,6 +70,7 @@ _cmd_bench(int argc, char **argv)
         .duration_s = 10,
     };
     bool json = false;
+    int lag_port = 0;
     int ch;
 
     optind = 1;
@@ -85,6 +88,7 @@ _cmd_bench(int argc, char **argv)
         case 'n': o.ops = strtoull(optarg, NULL, 10); o.duration_s = 0; break;
         case 'C': o.connect_per_request = true; break;
         case 'j': json = true; break;
+        case 'L': lag_port = atoi(optarg); break;
         default: _usage(stderr); return 2;
         }
     }
@@ -98,22 +102,47 @@ _cmd_bench(int argc, char **argv)
         o.pipeline = 1;
     }
     struct bench_result r;
-    if (bench_run(&o, &r) != 0) {
+    struct lagprobe *probe = NULL;
+    struct lagprobe_result lag;
+    memset(&lag, 0, sizeof(lag));
+    if (lag_port > 0) {
+        probe = lagprobe_start(o.host, o.port, lag_port, 20);
+        if (probe == NULL) {
+            fprintf(stderr, "kura bench: cannot start the lag probe\n");
+            return 1;
+        }
+    }
+    int rc = bench_run(&o, &r);
+    if (probe != NULL) {
+        lagprobe_stop(probe, &lag);
+    }
+    if (rc != 0) {
         return 1;
     }
     if (json) {
         printf("{\"ops\": %" PRIu64 ", \"errors\": %" PRIu64
                ", \"seconds\": %.3f, \"ops_per_s\": %.0f, \"p50_us\": %" PRIu64
                ", \"p99_us\": %" PRIu64 ", \"p999_us\": %" PRIu64
-               ", \"max_us\": %" PRIu64 ", \"connects\": %" PRIu64 "}\n",
+               ", \"max_us\": %" PRIu64 ", \"connects\": %" PRIu64
+               ", \"lag_samples\": %" PRIu64 ", \"lag_p50_us\": %" PRIu64
+               ", \"lag_p99_us\": %" PRIu64 ", \"lag_max_us\": %" PRIu64
+               ", \"lag_timeouts\": %" PRIu64 "}\n",
                r.ops, r.errors, r.seconds, r.ops_per_s, r.p50_us, r.p99_us,
-               r.p999_us, r.max_us, r.connects);
+               r.p999_us, r.max_us, r.connects, lag.samples, lag.p50_us,
+               lag.p99_us, lag.max_us, lag.timeouts);
     } else {
         printf("ops %" PRIu64 " in %.2fs: %.0f ops/s  p50 %" PRIu64
                "us  p99 %" PRIu64 "us  p999 %" PRIu64 "us  max %" PRIu64
                "us  errors %" PRIu64 "\n",
                r.ops, r.seconds, r.ops_per_s, r.p50_us, r.p99_us, r.p999_us,
                r.max_us, r.errors);
+        if (probe != NULL) {
+            printf("replication lag: %" PRIu64 " samples  p50 %" PRIu64
+                   "us  p99 %" PRIu64 "us  max %" PRIu64 "us  timeouts %"
+                   PRIu64 "\n",
+                   lag.samples, lag.p50_us, lag.p99_us, lag.max_us,
+                   lag.timeouts);
+        }
     }
     return r.errors == 0 ? 0 : 1;
 }

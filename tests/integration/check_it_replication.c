@@ -433,23 +433,28 @@ START_TEST(test_truncated_final_record_every_offset)
     snprintf(pristine, sizeof(pristine), "%s/pristine.ulog", s1.dir);
     snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", seg, pristine);
     ck_assert_int_eq(system(cmd), 0);
-    /* Walk the records' length fields to find where the final one starts. */
+    /* Walk the records' length fields to find where the final one starts;
+     * zeros prepared after the last record end the walk. */
     FILE *f = fopen(seg, "rb");
     ck_assert_ptr_nonnull(f);
-    off_t start = 64; /* segment header */
-    off_t full = 0;
+    ck_assert_int_eq(fseeko(f, 0, SEEK_END), 0);
+    off_t size = ftello(f);
+    off_t pos = 64; /* segment header */
+    off_t start = pos;
+    off_t full = pos;
     for (;;) {
         unsigned char len4[4];
-        if (fseeko(f, start, SEEK_SET) != 0 || fread(len4, 1, 4, f) != 4) {
+        if (fseeko(f, pos, SEEK_SET) != 0 || fread(len4, 1, 4, f) != 4) {
             break;
         }
         off_t len = (off_t)(len4[0] | len4[1] << 8 | len4[2] << 16 |
                             (uint32_t)len4[3] << 24);
-        full = start + len;
-        if (fseeko(f, 0, SEEK_END) != 0 || ftello(f) <= full) {
+        if (len < 32 || pos + len > size) {
             break;
         }
-        start = full;
+        start = pos;
+        full = pos + len;
+        pos = full;
     }
     fclose(f);
     off_t last_len = full - start;

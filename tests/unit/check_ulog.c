@@ -50,7 +50,8 @@ _acked(void *arg)
 }
 
 static struct ulog *
-_open(uint64_t segment_max, uint32_t keep, struct ulog_recovery *rec)
+_open_policy(uint64_t segment_max, uint32_t keep, enum ulog_fsync fsync,
+             struct ulog_recovery *rec)
 {
     struct ulog_options o;
     char err[256];
@@ -58,7 +59,7 @@ _open(uint64_t segment_max, uint32_t keep, struct ulog_recovery *rec)
     snprintf(o.dir, sizeof(o.dir), "%s/ulog", dir);
     o.segment_max = segment_max;
     o.keep_segments = keep;
-    o.fsync = ULOG_FSYNC_NEVER;
+    o.fsync = fsync;
     o.sid = 1;
     o.checkpoint_ms = 1000000;
     o.checkpoint_bytes = UINT64_MAX;
@@ -68,6 +69,12 @@ _open(uint64_t segment_max, uint32_t keep, struct ulog_recovery *rec)
     struct ulog *u = ulog_open(&o, rec, err, sizeof(err));
     ck_assert_msg(u != NULL, "%s", err);
     return u;
+}
+
+static struct ulog *
+_open(uint64_t segment_max, uint32_t keep, struct ulog_recovery *rec)
+{
+    return _open_policy(segment_max, keep, ULOG_FSYNC_NEVER, rec);
 }
 
 /* Builds one PUT record for `key` = `value` into `out`; returns its size. */
@@ -199,6 +206,56 @@ START_TEST(test_u1_append_read_rotation)
     ck_assert_uint_eq(rec.last_seq, 300);
     ck_assert_uint_eq(rec.last_lsn, prev);
     ck_assert_uint_eq(rec.cut_bytes, 0);
+    ulog_close(u);
+}
+END_TEST
+
+/* Polls until the sync thread has zeroed space ahead of the end. */
+static bool
+_wait_prepared(struct ulog *u)
+{
+    struct ulog_stats st;
+    for (int i = 0; i < 5000; i++) {
+        ulog_stats(u, &st);
+        if (st.prepared_ahead > 0) {
+            return true;
+        }
+        usleep(1000);
+    }
+    return false;
+}
+
+/* Polls until `lsn` is durable; false after five seconds. */
+static bool
+_wait_durable(struct ulog *u, uint64_t lsn)
+{
+    for (int i = 0; i < 5000; i++) {
+        if (ulog_durable(u, lsn)) {
+            return true;
+        }
+        usleep(1000);
+    }
+    return ulog_durable(u, lsn);
+}
+
+/* Regression: after reopening a log that already held records, the sync
+ * thread spun on the lock and no later write ever became durable. */
+START_TEST(test_u2_always_syncs_after_reopen)
+{
+    struct ulog_recovery rec;
+    struct ulog *u = _open_policy(1 << 20, 0, ULOG_FSYNC_ALWAYS, &rec);
+    ck_assert_int_eq(ulog_start(u), 0);
+    uint64_t lsn = _append(u, "before", "1");
+    ck_assert(_wait_durable(u, lsn));
+    ulog_close(u);
+    u = _open_policy(1 << 20, 0, ULOG_FSYNC_ALWAYS, &rec);
+    ck_assert_int_eq(ulog_start(u), 0);
+    ck_assert(ulog_durable(u, rec.last_lsn));
+    /* The write must come when the sync thread is idle, not mid-prepare. */
+    ck_assert(_wait_prepared(u));
+    lsn = _append(u, "after", "2");
+    ck_assert_uint_gt(lsn, rec.last_lsn);
+    ck_assert(_wait_durable(u, lsn));
     ulog_close(u);
 }
 END_TEST
@@ -388,6 +445,7 @@ ulog_suite(void)
     tc = tcase_create("log");
     tcase_add_checked_fixture(tc, _setup, _teardown);
     tcase_add_test(tc, test_u1_append_read_rotation);
+    tcase_add_test(tc, test_u2_always_syncs_after_reopen);
     tcase_add_test(tc, test_u3_torn_tail_cut_at_every_offset);
     tcase_add_test(tc, test_u3_corrupt_record_ends_log);
     tcase_add_test(tc, test_u4_u5_checkpoint_and_removal);
