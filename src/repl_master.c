@@ -408,6 +408,7 @@ _sender_main(void *arg)
     struct sender *s = arg;
     struct repl_master *m = s->m;
     struct ulog_reader *r = NULL;
+    util_thread_name("kura-send");
     struct peer *p = NULL;
     uint64_t last_lsn;
     uint64_t last_seq;

@@ -298,6 +298,7 @@ static void *
 _persist_main(void *arg)
 {
     struct repl_slave *s = arg;
+    util_thread_name("kura-rts");
     while (!_stopping(s)) {
         _pause(s, PERSIST_MS);
         _persist(s);
@@ -416,6 +417,7 @@ _main(void *arg)
 {
     struct repl_slave *s = arg;
     unsigned backoff = BACKOFF_MIN_MS;
+    util_thread_name("kura-recv");
 
     while (!_stopping(s)) {
         int fd = netio_connect(s->o.host, s->o.port, 2000);

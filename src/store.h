@@ -15,6 +15,9 @@
  * survives the death of the process. Surviving power loss needs
  * store_sync(), which the update log's checkpoints call.
  *
+ * store.c also defines sched_yield() as a no-op for the whole process, to
+ * silence the micro-yields compiled into Debian's Tokyo Cabinet (see there).
+ *
  * Thread-safety: every function may be called from any thread, except
  * store_open() and store_close(), and the iterator, which belongs to a
  * single thread (the expiry sweeper).

@@ -97,6 +97,7 @@ _main(void *arg)
 {
     struct sweeper *sw = arg;
 
+    util_thread_name("kura-sweep");
     pthread_mutex_lock(&sw->lock);
     while (!sw->stopping) {
         pthread_mutex_unlock(&sw->lock);

@@ -63,6 +63,7 @@ struct ulog {
     uint64_t last_seq;
     uint64_t synced_lsn;
     uint64_t syncing_lsn;  /* covered by an fdatasync in progress */
+    uint64_t last_sync_ms; /* when the last fdatasync finished */
     _Atomic uint64_t durable_pub; /* _durable_locked(), readable lock-free */
     uint64_t checkpoint_lsn;
     uint64_t bytes_at_checkpoint; /* total appended when it was taken */
@@ -282,7 +283,8 @@ _scan_segment(const char *dir, const struct segment *s, uint64_t *valid,
     }
     size_t cap = READ_BUF_MIN;
     uint8_t *buf = malloc(cap);
-    uint64_t off = ULOG_SEGMENT_HEADER;
+    uint64_t off = ULOG_SEGMENT_HEADER; /* file offset of buf[pos] */
+    size_t pos = 0;
     size_t have = 0;
     uint64_t lsn = s->base_lsn;
     uint64_t seq = s->base_seq;
@@ -290,7 +292,7 @@ _scan_segment(const char *dir, const struct segment *s, uint64_t *valid,
 
     while (buf != NULL) {
         struct logrec r;
-        enum logrec_status st = logrec_decode(buf, have, &r);
+        enum logrec_status st = logrec_decode(buf + pos, have - pos, &r);
         if (st == LOGREC_OK) {
             if (r.seq != seq + 1 || r.lsn <= lsn) {
                 break; /* U1 broken: treat as the end */
@@ -298,13 +300,15 @@ _scan_segment(const char *dir, const struct segment *s, uint64_t *valid,
             lsn = r.lsn;
             seq = r.seq;
             off += r.len;
-            memmove(buf, buf + r.len, have - r.len);
-            have -= r.len;
+            pos += r.len;
             continue;
         }
         if (st == LOGREC_CORRUPT || eof) {
             break;
         }
+        memmove(buf, buf + pos, have - pos); /* once per refill */
+        have -= pos;
+        pos = 0;
         if (r.len > cap) {
             uint8_t *grown = realloc(buf, r.len);
             if (grown == NULL) {
@@ -753,6 +757,7 @@ _sync_locked(struct ulog *u)
         return ULOG_EIO;
     }
     u->syncs++;
+    u->last_sync_ms = util_mono_ms();
     if (target > u->synced_lsn) {
         u->synced_lsn = target;
     }
@@ -831,33 +836,6 @@ _notify_all_locked(struct ulog *u)
     pthread_mutex_lock(&u->lock);
 }
 
-enum ulog_status
-ulog_sync(struct ulog *u, uint64_t lsn)
-{
-    enum ulog_status st = ULOG_OK;
-
-    if (u->o.fsync != ULOG_FSYNC_ALWAYS) {
-        return ULOG_OK;
-    }
-    pthread_mutex_lock(&u->lock);
-    while (u->synced_lsn < lsn && !u->failed) {
-        if (u->syncing_lsn >= lsn) {
-            /* Another thread's fdatasync covers us: wait for it. */
-            pthread_cond_wait(&u->grown, &u->lock);
-            continue;
-        }
-        st = _sync_locked(u);
-        if (st != ULOG_OK) {
-            break;
-        }
-    }
-    if (u->failed) {
-        st = ULOG_EIO;
-    }
-    pthread_mutex_unlock(&u->lock);
-    return st;
-}
-
 /*
  * Writes and syncs zeros ahead of the append position (see PREPARE_STEP);
  * the caller holds the lock, released during the I/O.
@@ -900,40 +878,72 @@ _prepare_locked(struct ulog *u)
 }
 
 /*
- * The log's sync thread. Under "always" it fdatasyncs whatever has been
- * written, back to back while writes keep coming, so each sync covers
- * every group commit made meanwhile; under "every N ms" it syncs on that
- * beat. Between syncs it prepares log space ahead of the appends.
+ * Under "always": milliseconds until what is written must be synced, 0 for
+ * now (a worker waits to answer on it), UINT64_MAX when nothing is
+ * pending. The caller holds the lock.
+ */
+static uint64_t
+_sync_due_in_locked(struct ulog *u)
+{
+    if (u->failed || u->last_lsn <= u->synced_lsn ||
+        u->syncing_lsn >= u->last_lsn) {
+        return UINT64_MAX;
+    }
+    for (int i = 0; i < u->nwatchers; i++) {
+        if (u->watchers[i].want > u->synced_lsn) {
+            return 0;
+        }
+    }
+    uint64_t now = util_mono_ms();
+    uint64_t due = u->last_sync_ms + ULOG_LAZY_SYNC_MS;
+    return due > now ? due - now : 0;
+}
+
+/*
+ * The log's sync thread. Under "always" it fdatasyncs what has been
+ * written as soon as a worker waits on it, back to back while they keep
+ * waiting, so each sync covers every group commit made meanwhile; what
+ * nobody waits on is synced within ULOG_LAZY_SYNC_MS. Under "every N ms"
+ * it syncs on that beat. Between syncs it prepares log space ahead of the
+ * appends.
  */
 static void *
 _sync_main(void *arg)
 {
     struct ulog *u = arg;
     uint64_t next_sync = util_mono_ms() + u->o.fsync_ms;
+    util_thread_name("kura-sync");
 
     pthread_mutex_lock(&u->lock);
     while (!u->stopping) {
         bool always = u->o.fsync == ULOG_FSYNC_ALWAYS;
-        if (always && !u->failed && u->last_lsn > u->synced_lsn &&
-            u->syncing_lsn < u->last_lsn) {
-            _sync_locked(u);
-            continue;
+        uint64_t wait_ms = 100;
+        if (always) {
+            uint64_t due = _sync_due_in_locked(u);
+            if (due == 0) {
+                _sync_locked(u);
+                continue;
+            }
+            wait_ms = due < wait_ms ? due : wait_ms;
         }
         _prepare_locked(u);
-        if (u->o.fsync == ULOG_FSYNC_INTERVAL && !u->failed &&
-            util_mono_ms() >= next_sync) {
-            if (u->last_lsn > u->synced_lsn) {
-                _sync_locked(u);
+        if (u->o.fsync == ULOG_FSYNC_INTERVAL && !u->failed) {
+            uint64_t now = util_mono_ms();
+            if (now >= next_sync) {
+                if (u->last_lsn > u->synced_lsn) {
+                    _sync_locked(u);
+                }
+                now = util_mono_ms();
+                next_sync = now + u->o.fsync_ms;
             }
-            next_sync = util_mono_ms() + u->o.fsync_ms;
+            wait_ms = next_sync - now < wait_ms ? next_sync - now : wait_ms;
         }
-        if (always && u->last_lsn > u->synced_lsn &&
-            u->syncing_lsn < u->last_lsn && !u->failed) {
-            continue; /* more was written while preparing */
+        if (always && _sync_due_in_locked(u) == 0) {
+            continue; /* a worker began waiting while space was prepared */
         }
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 100 * 1000000L;
+        until.tv_nsec += (long)wait_ms * 1000000L;
         until.tv_sec += until.tv_nsec / 1000000000L;
         until.tv_nsec %= 1000000000L;
         pthread_cond_timedwait(&u->sync_cond, &u->lock, &until);
@@ -1051,6 +1061,7 @@ _checkpoint_main(void *arg)
 {
     struct ulog *u = arg;
     uint64_t last = util_mono_ms();
+    util_thread_name("kura-checkpoint");
 
     pthread_mutex_lock(&u->lock);
     while (!u->stopping) {
@@ -1194,10 +1205,11 @@ struct ulog_reader {
     uint64_t after;           /* skip records at or below this lsn */
     uint64_t seg_no;          /* segment being read */
     int fd;
-    uint64_t file_off;        /* file offset of buf[0] */
+    uint64_t file_off;        /* file offset of buf[pos] */
     uint8_t *buf;
     size_t cap;
-    size_t have;
+    size_t pos;               /* first unconsumed byte of buf */
+    size_t have;              /* end of the bytes read into buf */
     size_t pending;           /* bytes of the record returned last */
     uint64_t consumed_lsn;    /* last lsn returned or skipped */
     bool durable_only;        /* the last next() call's limit */
@@ -1331,6 +1343,7 @@ _open_segment(struct ulog_reader *r)
         return errno == ENOENT ? ULOG_EGAP : ULOG_EIO;
     }
     r->file_off = ULOG_SEGMENT_HEADER;
+    r->pos = 0;
     r->have = 0;
     return ULOG_OK;
 }
@@ -1340,8 +1353,7 @@ ulog_reader_next(struct ulog_reader *r, struct logrec *rec, bool durable_only)
 {
     /* Drop the record returned by the previous call. */
     if (r->pending > 0) {
-        memmove(r->buf, r->buf + r->pending, r->have - r->pending);
-        r->have -= r->pending;
+        r->pos += r->pending;
         r->file_off += r->pending;
         r->pending = 0;
     }
@@ -1357,9 +1369,10 @@ ulog_reader_next(struct ulog_reader *r, struct logrec *rec, bool durable_only)
                 return st;
             }
         }
-        enum logrec_status ls = logrec_decode(r->buf, r->have, rec);
-        if (ls == LOGREC_CORRUPT && r->have >= 4 &&
-            logrec_peek_len(r->buf) == 0) {
+        size_t left = r->have - r->pos;
+        enum logrec_status ls = logrec_decode(r->buf + r->pos, left, rec);
+        if (ls == LOGREC_CORRUPT && left >= 4 &&
+            logrec_peek_len(r->buf + r->pos) == 0) {
             /* Prepared zeros: this segment's records end here. */
             bool newest;
             uint64_t end;
@@ -1379,8 +1392,7 @@ ulog_reader_next(struct ulog_reader *r, struct logrec *rec, bool durable_only)
             if (rec->lsn <= r->after) {
                 r->consumed_lsn = r->consumed_lsn > rec->lsn ? r->consumed_lsn
                                                              : rec->lsn;
-                memmove(r->buf, r->buf + rec->len, r->have - rec->len);
-                r->have -= rec->len;
+                r->pos += rec->len;
                 r->file_off += rec->len;
                 continue;
             }
@@ -1397,6 +1409,13 @@ ulog_reader_next(struct ulog_reader *r, struct logrec *rec, bool durable_only)
         enum ulog_status st = _segment_end(r, r->seg_no, &end, &newest);
         if (st != ULOG_OK) {
             return st;
+        }
+        /* Consumed bytes are dropped only here, once per refill: moving
+         * the rest after every record made reading quadratic. */
+        if (r->pos > 0) {
+            memmove(r->buf, r->buf + r->pos, left);
+            r->have = left;
+            r->pos = 0;
         }
         uint64_t avail = end - (r->file_off + r->have);
         if (end > r->file_off + r->have) {
@@ -1426,7 +1445,7 @@ ulog_reader_next(struct ulog_reader *r, struct logrec *rec, bool durable_only)
         if (newest) {
             return ULOG_END;
         }
-        if (r->have > 0) {
+        if (r->have > r->pos) {
             return ULOG_ECORRUPT; /* a finished segment ends mid-record */
         }
         close(r->fd);

@@ -34,9 +34,10 @@
  *
  * Threads: appenders (workers, the replication receiver) call
  * ulog_append(); under the "always" policy a sync thread fdatasyncs
- * whatever has been written, as often as the disk allows, and tells the
- * workers waiting to answer (a dedicated thread may instead call
- * ulog_sync() and wait); under "every N ms" it syncs on that beat. It also
+ * what has been written as soon as a worker waits to answer on it (back
+ * to back while they keep waiting) and tells them; records nobody waits
+ * on (replicated ones, sweeper tombstones) are synced within
+ * ULOG_LAZY_SYNC_MS. Under "every N ms" it syncs on that beat. It also
  * prepares log space ahead of the appends. A checkpoint thread
  * syncs the database, records checkpoints and removes old segments;
  * readers (replication senders, redo, tools) read the files concurrently
@@ -61,6 +62,14 @@
 #define ULOG_SEGMENT_HEADER 64
 #define ULOG_MAX_SLOTS 320    /* appending threads (batches) */
 #define ULOG_MAX_WATCHERS 320 /* threads waiting for durability */
+/*
+ * Under "always", the longest a record nobody waits on stays unsynced.
+ * Syncing those back to back would double the flushes a standby issues
+ * for nothing: it answers no client for them, and its position is
+ * acknowledged and persisted in batches anyway. Fewer flushes also leave
+ * the disk to a master sharing it.
+ */
+#define ULOG_LAZY_SYNC_MS 50
 
 enum ulog_status {
     ULOG_OK = 0,
@@ -184,15 +193,6 @@ int ulog_watch(struct ulog *u, void (*fn)(void *arg), void *arg);
  * ulog_durable() is already true for every written lsn.
  */
 void ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn);
-
-/*
- * Makes every record up to `lsn` durable before returning (fdatasync),
- * unless it already is or the policy is not ULOG_FSYNC_ALWAYS. Callers that
- * arrive while another thread's sync already covers `lsn` wait for it
- * instead of issuing their own: concurrent group commits share one
- * fdatasync. Returns ULOG_OK or ULOG_EIO (the log then refuses appends).
- */
-enum ulog_status ulog_sync(struct ulog *u, uint64_t lsn);
 
 /*
  * Highest lsn below which every record has been applied to the database

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -170,6 +171,14 @@ util_mono_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void
+util_thread_name(const char *name)
+{
+    char shortname[16];
+    util_strlcpy(shortname, name, sizeof(shortname));
+    (void)pthread_setname_np(pthread_self(), shortname);
 }
 
 bool

@@ -65,6 +65,12 @@ int64_t util_now_s(void);
 uint64_t util_mono_ms(void);
 
 /*
+ * Names the calling thread (at most 15 characters are kept) so that top,
+ * perf and gdb tell the threads apart. Failure is ignored: it is cosmetic.
+ */
+void util_thread_name(const char *name);
+
+/*
  * Copies the NUL-terminated `src` into `dst` of size `size`, always
  * terminating. Returns false if `src` had to be truncated.
  */

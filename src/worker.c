@@ -4,12 +4,14 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "record.h"
+#include "util.h"
 
 static void
 _on_abort(void *owner, void *arg)
@@ -172,7 +174,10 @@ static void *
 _main(void *arg)
 {
     struct worker *w = arg;
+    char name[16];
 
+    snprintf(name, sizeof(name), "kura-worker%d", w->id);
+    util_thread_name(name);
     for (;;) {
         event_base_loop(w->base, EVLOOP_ONCE);
         _end_pass(w);
