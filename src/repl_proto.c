@@ -7,39 +7,10 @@
 
 #include "util.h"
 
-static void
-_put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-}
-
-static void
-_put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-}
-
-static uint32_t
-_get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-           (uint32_t)p[3] << 24;
-}
-
-static uint64_t
-_get64(const uint8_t *p)
-{
-    return (uint64_t)_get32(p) | (uint64_t)_get32(p + 4) << 32;
-}
-
 size_t
 repl_frame_header(uint8_t *out, enum repl_frame_type type, size_t plen)
 {
-    _put32(out, (uint32_t)(REPL_FRAME_HEADER + plen));
+    util_put_le32(out, (uint32_t)(REPL_FRAME_HEADER + plen));
     out[4] = (uint8_t)type;
     out[5] = out[6] = out[7] = 0;
     return REPL_FRAME_HEADER;
@@ -51,11 +22,11 @@ repl_encode_heartbeat(uint8_t out[REPL_HEARTBEAT_LEN], uint64_t lsn,
                       uint64_t now_us)
 {
     repl_frame_header(out, REPL_FRAME_HEARTBEAT, 40);
-    _put64(out + 8, lsn);
-    _put64(out + 16, seq);
-    _put64(out + 24, pos_lsn);
-    _put64(out + 32, pos_seq);
-    _put64(out + 40, now_us);
+    util_put_le64(out + 8, lsn);
+    util_put_le64(out + 16, seq);
+    util_put_le64(out + 24, pos_lsn);
+    util_put_le64(out + 32, pos_seq);
+    util_put_le64(out + 40, now_us);
     return REPL_HEARTBEAT_LEN;
 }
 
@@ -63,7 +34,7 @@ size_t
 repl_encode_u64(uint8_t out[16], enum repl_frame_type type, uint64_t v)
 {
     repl_frame_header(out, type, 8);
-    _put64(out + 8, v);
+    util_put_le64(out + 8, v);
     return 16;
 }
 
@@ -71,8 +42,8 @@ size_t
 repl_encode_ack(uint8_t out[REPL_ACK_LEN], uint64_t lsn, uint64_t seq)
 {
     repl_frame_header(out, REPL_FRAME_ACK, 16);
-    _put64(out + 8, lsn);
-    _put64(out + 16, seq);
+    util_put_le64(out + 8, lsn);
+    util_put_le64(out + 16, seq);
     return REPL_ACK_LEN;
 }
 
@@ -93,7 +64,7 @@ repl_frame_decode(const uint8_t *buf, size_t avail, struct repl_frame *f)
     if (avail < REPL_FRAME_HEADER) {
         return REPL_SHORT;
     }
-    uint32_t len = _get32(buf);
+    uint32_t len = util_get_le32(buf);
     if (len < REPL_FRAME_HEADER || len > REPL_FRAME_MAX || buf[5] != 0 ||
         buf[6] != 0 || buf[7] != 0) {
         return REPL_CORRUPT;
@@ -116,11 +87,11 @@ repl_frame_decode(const uint8_t *buf, size_t avail, struct repl_frame *f)
         if (f->plen != 40) {
             return REPL_CORRUPT;
         }
-        f->lsn = _get64(f->payload);
-        f->seq = _get64(f->payload + 8);
-        f->pos_lsn = _get64(f->payload + 16);
-        f->pos_seq = _get64(f->payload + 24);
-        f->now_us = _get64(f->payload + 32);
+        f->lsn = util_get_le64(f->payload);
+        f->seq = util_get_le64(f->payload + 8);
+        f->pos_lsn = util_get_le64(f->payload + 16);
+        f->pos_seq = util_get_le64(f->payload + 24);
+        f->now_us = util_get_le64(f->payload + 32);
         if (f->pos_seq > f->seq || f->pos_lsn > f->lsn) {
             return REPL_CORRUPT;
         }
@@ -129,15 +100,15 @@ repl_frame_decode(const uint8_t *buf, size_t avail, struct repl_frame *f)
         if (f->plen != 16) {
             return REPL_CORRUPT;
         }
-        f->lsn = _get64(f->payload);
-        f->seq = _get64(f->payload + 8);
+        f->lsn = util_get_le64(f->payload);
+        f->seq = util_get_le64(f->payload + 8);
         return REPL_OK;
     case REPL_FRAME_SNAP_BEGIN:
     case REPL_FRAME_SNAP_END:
         if (f->plen != 8) {
             return REPL_CORRUPT;
         }
-        f->lsn = f->count = _get64(f->payload);
+        f->lsn = f->count = util_get_le64(f->payload);
         return REPL_OK;
     case REPL_FRAME_SNAP_ITEM: {
         if (f->plen < 2) {

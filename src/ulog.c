@@ -97,24 +97,6 @@ _seg_path(const char *dir, uint64_t no, char *out, size_t len)
 }
 
 static void
-_put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-}
-
-static uint64_t
-_get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) {
-        v = (v << 8) | p[i];
-    }
-    return v;
-}
-
-static void
 _encode_header(uint8_t h[ULOG_SEGMENT_HEADER], uint32_t sid,
                const struct segment *s)
 {
@@ -124,9 +106,9 @@ _encode_header(uint8_t h[ULOG_SEGMENT_HEADER], uint32_t sid,
     for (int i = 0; i < 4; i++) {
         h[12 + i] = (uint8_t)(sid >> (8 * i));
     }
-    _put64(h + 16, s->no);
-    _put64(h + 24, s->base_lsn);
-    _put64(h + 32, s->base_seq);
+    util_put_le64(h + 16, s->no);
+    util_put_le64(h + 24, s->base_lsn);
+    util_put_le64(h + 32, s->base_seq);
     uint32_t crc = crc32c(0, h, 40);
     for (int i = 0; i < 4; i++) {
         h[40 + i] = (uint8_t)(crc >> (8 * i));
@@ -142,9 +124,9 @@ _decode_header(const uint8_t h[ULOG_SEGMENT_HEADER], struct segment *s)
         crc != crc32c(0, h, 40)) {
         return false;
     }
-    s->no = _get64(h + 16);
-    s->base_lsn = _get64(h + 24);
-    s->base_seq = _get64(h + 32);
+    s->no = util_get_le64(h + 16);
+    s->base_lsn = util_get_le64(h + 24);
+    s->base_seq = util_get_le64(h + 32);
     return true;
 }
 

@@ -58,6 +58,36 @@ int util_set_cloexec(int fd);
 /* Wall-clock time in microseconds since the epoch. */
 uint64_t util_now_us(void);
 
+/* Little-endian integers in byte buffers (log records, frames, files). */
+static inline void
+util_put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static inline void
+util_put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static inline uint32_t
+util_get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t
+util_get_le64(const uint8_t *p)
+{
+    return (uint64_t)util_get_le32(p) | (uint64_t)util_get_le32(p + 4) << 32;
+}
+
 /* Wall-clock time in whole seconds since the epoch. */
 int64_t util_now_s(void);
 
