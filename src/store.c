@@ -4,7 +4,10 @@
 #include "store.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,11 +15,19 @@
 #include <tchdb.h>
 #include <tcutil.h>
 
+#include "dbcheck.h"
 #include "util.h"
+
+/* Allocation beyond what is reserved, so most reservations need no call. */
+#define SPACE_STEP ((uint64_t)16 << 20)
 
 struct store {
     enum dbspec_kind kind;
     pthread_mutex_t iter_lock;
+    pthread_mutex_t space_lock;      /* serialises fallocate() calls */
+    _Atomic uint64_t space_end;      /* allocated up to here */
+    _Atomic uint64_t space_reserved; /* outstanding reservations */
+    _Atomic bool space_unsupported;  /* no fallocate: no guarantee */
     TCHDB *hdb; /* DBSPEC_HASH_FILE */
     TCMDB *mdb; /* DBSPEC_HASH_MEMORY */
     char path[DBSPEC_PATH_MAX];
@@ -52,6 +63,23 @@ _open_hash_file(struct store *s, const struct dbspec *spec, char *err,
         snprintf(err, errlen, "cannot set dfunit");
         return false;
     }
+    /* Tokyo Cabinet trusts its file; a damaged one must stop us here,
+     * not abort the process in the middle of a lookup later. */
+    struct dbcheck_report rep;
+    enum dbcheck_status cs = dbcheck_file(spec->path, &rep);
+    if (cs == DBCHECK_DAMAGED) {
+        snprintf(err, errlen, "database %s is damaged at offset %" PRIu64
+                 ": %s; move it aside and restore it from a replica (start "
+                 "with -mhost and an empty database for a full resync) or a "
+                 "backup; `kura check` reports the damage", spec->path,
+                 rep.damage_offset, rep.damage);
+        return false;
+    }
+    if (cs == DBCHECK_EIO) {
+        snprintf(err, errlen, "cannot read database %s: %s", spec->path,
+                 strerror(errno));
+        return false;
+    }
     /* Non-blocking lock: a second daemon on the same file fails at once. */
     if (!tchdbopen(s->hdb, spec->path, HDBOWRITER | HDBOCREAT | HDBOLCKNB)) {
         int ecode = tchdbecode(s->hdb);
@@ -79,6 +107,7 @@ store_open(const struct dbspec *spec, char *err, size_t errlen)
     }
     s->kind = spec->kind;
     pthread_mutex_init(&s->iter_lock, NULL);
+    pthread_mutex_init(&s->space_lock, NULL);
     util_strlcpy(s->path, spec->path, sizeof(s->path));
     if (spec->kind == DBSPEC_HASH_MEMORY) {
         s->mdb = spec->bnum > 0 ? tcmdbnew2((uint32_t)spec->bnum) : tcmdbnew();
@@ -96,6 +125,7 @@ store_open(const struct dbspec *spec, char *err, size_t errlen)
         free(s);
         return NULL;
     }
+    atomic_store(&s->space_end, tchdbfsiz(s->hdb));
     return s;
 }
 
@@ -118,6 +148,7 @@ store_close(struct store *s)
         tcmdbdel(s->mdb);
     }
     pthread_mutex_destroy(&s->iter_lock);
+    pthread_mutex_destroy(&s->space_lock);
     free(s);
     return st;
 }
@@ -222,6 +253,66 @@ uint64_t
 store_bnum(struct store *s)
 {
     return s->hdb != NULL ? s->hdb->bnum : 0;
+}
+
+/* Allocates [from, to) of the database file; 0, or -1 with errno set. */
+static int
+_allocate(struct store *s, uint64_t from, uint64_t to)
+{
+    int rc;
+    do {
+        rc = fallocate(s->hdb->fd, FALLOC_FL_KEEP_SIZE, (off_t)from,
+                       (off_t)(to - from));
+    } while (rc != 0 && errno == EINTR);
+    return rc;
+}
+
+enum store_status
+store_reserve(struct store *s, uint64_t bytes)
+{
+    if (s->hdb == NULL) {
+        return STORE_OK;
+    }
+    uint64_t reserved = atomic_fetch_add(&s->space_reserved, bytes) + bytes;
+    uint64_t need = tchdbfsiz(s->hdb) + reserved;
+    if (need <= atomic_load(&s->space_end) ||
+        atomic_load(&s->space_unsupported)) {
+        return STORE_OK;
+    }
+    enum store_status st = STORE_OK;
+    pthread_mutex_lock(&s->space_lock);
+    uint64_t end = atomic_load(&s->space_end);
+    if (need > end) {
+        /* Ahead by a step when the disk allows, else exactly enough. */
+        if (_allocate(s, end, need + SPACE_STEP) == 0) {
+            atomic_store(&s->space_end, need + SPACE_STEP);
+        } else if (errno == ENOSPC && _allocate(s, end, need) == 0) {
+            atomic_store(&s->space_end, need);
+        } else if (errno == EOPNOTSUPP) {
+            atomic_store(&s->space_unsupported, true);
+        } else {
+            st = errno == ENOSPC ? STORE_ENOSPC : STORE_EIO;
+        }
+    }
+    pthread_mutex_unlock(&s->space_lock);
+    if (st != STORE_OK) {
+        atomic_fetch_sub(&s->space_reserved, bytes);
+    }
+    return st;
+}
+
+void
+store_unreserve(struct store *s, uint64_t bytes)
+{
+    if (s->hdb != NULL) {
+        atomic_fetch_sub(&s->space_reserved, bytes);
+    }
+}
+
+bool
+store_space_guaranteed(const struct store *s)
+{
+    return s->hdb == NULL || !atomic_load(&s->space_unsupported);
 }
 
 const char *

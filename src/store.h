@@ -35,6 +35,7 @@ enum store_status {
     STORE_OK = 0,
     STORE_NOTFOUND, /* no record for the key / iteration finished */
     STORE_EIO,      /* Tokyo Cabinet reported an error; see store_errmsg() */
+    STORE_ENOSPC,   /* store_reserve(): the disk is full */
 };
 
 struct store;
@@ -90,6 +91,27 @@ uint64_t store_fsiz(struct store *s);
 
 /* Bucket count of a hash file (0 for "*"). */
 uint64_t store_bnum(struct store *s);
+
+/*
+ * Disk-full safety. Tokyo Cabinet writes new records through a shared
+ * mapping of the file's first xmsiz bytes: on a full disk such a write
+ * would kill the process with SIGBUS, and past the mapping a failed
+ * pwrite() can leave a record half linked. So space is allocated before
+ * anything is written: a writer reserves what its changes may add to the
+ * file (each record plus STORE_RECORD_SLACK) before it logs them, and the
+ * store keeps that much allocated past the file's end (fallocate with
+ * FALLOC_FL_KEEP_SIZE, so Tokyo Cabinet's view of the file is unchanged).
+ * The writer unreserves the same amount once its changes are applied.
+ *
+ * store_reserve() returns STORE_OK, or STORE_ENOSPC when the space cannot
+ * be allocated (nothing is reserved then). On a file system without
+ * fallocate (ext3) it returns STORE_OK without a guarantee;
+ * store_space_guaranteed() tells which. Any thread may call both.
+ */
+#define STORE_RECORD_SLACK 64
+enum store_status store_reserve(struct store *s, uint64_t bytes);
+void store_unreserve(struct store *s, uint64_t bytes);
+bool store_space_guaranteed(const struct store *s);
 
 /* Path of the database, or "*". */
 const char *store_path(const struct store *s);

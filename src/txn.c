@@ -23,6 +23,8 @@
 #define TXN_BATCH_CHANGES_MAX 1024
 /* After a full disk, writes are refused this long before trying again. */
 #define TXN_ENOSPC_BACKOFF_MS 100
+/* Reservations are taken in grants, so most changes need no call. */
+#define TXN_SPACE_GRANT ((uint64_t)1 << 20)
 #define NO_STRIPE UINT32_MAX
 
 static uint32_t
@@ -350,6 +352,55 @@ txn_current_release(struct txn_current *cur)
 
 /* ------------------------------------------------------------- staging */
 
+/* Refuses writes for a moment after the disk was found full. */
+static enum txn_status
+_no_space(struct txn_engine *eng)
+{
+    atomic_store(&eng->enospc_until_ms,
+                 util_mono_ms() + TXN_ENOSPC_BACKOFF_MS);
+    return TXN_ENOSPC;
+}
+
+/* T7: reserves the space a change of `size` log bytes may take. */
+static enum txn_status
+_reserve_space(struct txn_batch *b, size_t size)
+{
+    struct txn_engine *eng = b->eng;
+    uint64_t need = b->space_used + size + STORE_RECORD_SLACK;
+    if (need > b->space_granted) {
+        uint64_t grant = (need - b->space_granted + TXN_SPACE_GRANT - 1) /
+                         TXN_SPACE_GRANT * TXN_SPACE_GRANT;
+        enum store_status ss = store_reserve(eng->store, grant);
+        if (ss != STORE_OK) {
+            return ss == STORE_ENOSPC ? _no_space(eng) : TXN_EIO;
+        }
+        if (eng->ulog != NULL) {
+            enum ulog_status us = ulog_reserve(eng->ulog, grant);
+            if (us != ULOG_OK) {
+                store_unreserve(eng->store, grant);
+                return us == ULOG_ENOSPC ? _no_space(eng) : TXN_EIO;
+            }
+        }
+        b->space_granted += grant;
+    }
+    b->space_used = need;
+    return TXN_OK;
+}
+
+static void
+_release_space(struct txn_batch *b)
+{
+    if (b->space_granted == 0) {
+        return;
+    }
+    store_unreserve(b->eng->store, b->space_granted);
+    if (b->eng->ulog != NULL) {
+        ulog_unreserve(b->eng->ulog, b->space_granted);
+    }
+    b->space_granted = 0;
+    b->space_used = 0;
+}
+
 static enum txn_status
 _stage(struct txn_batch *b, enum logrec_op op, uint32_t sid, const char *key,
        size_t nkey, const void *p1, size_t l1, const void *p2, size_t l2,
@@ -357,6 +408,10 @@ _stage(struct txn_batch *b, enum logrec_op op, uint32_t sid, const char *key,
 {
     size_t plen = l1 + l2 + l3;
     size_t size = logrec_size(nkey, plen);
+    enum txn_status st = _reserve_space(b, size);
+    if (st != TXN_OK) {
+        return st;
+    }
 
     if (b->nchanges == b->cap) {
         size_t cap = b->cap == 0 ? 64 : b->cap * 2;
@@ -480,6 +535,7 @@ static void
 _reset(struct txn_batch *b)
 {
     _release_all(b); /* T1: only after every change was applied */
+    _release_space(b);
     b->nchanges = 0;
     buf_reset(&b->data);
     buf_shrink(&b->data, TXN_BATCH_BYTES_MAX);
@@ -489,9 +545,7 @@ static enum txn_status
 _log_failure(struct txn_engine *eng, enum ulog_status st)
 {
     if (st == ULOG_ENOSPC) {
-        atomic_store(&eng->enospc_until_ms,
-                     util_mono_ms() + TXN_ENOSPC_BACKOFF_MS);
-        return TXN_ENOSPC;
+        return _no_space(eng);
     }
     atomic_store(&eng->failed, true);
     return TXN_EIO;
@@ -520,6 +574,7 @@ txn_commit(struct txn_batch *b)
 
     if (b->nchanges == 0) {
         _release_all(b);
+        _release_space(b);
         return TXN_OK;
     }
     bool logged = eng->ulog != NULL && !eng->uas;

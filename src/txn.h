@@ -39,6 +39,11 @@
  *       loses to it. A tombstone is removed only once no peer can still
  *       send an older write for the key (sweeper.h).
  *
+ *   T7. A change is staged only once the disk space it may take is
+ *       reserved in the store and the log (store_reserve, ulog_reserve):
+ *       a full disk refuses the request with TXN_ENOSPC before anything
+ *       is logged or applied, never half-way through a commit.
+ *
  * Thread-safety: struct txn_engine is shared; a struct txn_batch belongs to
  * one thread.
  */
@@ -112,6 +117,8 @@ struct txn_batch {
     txn_abort_fn on_abort;
     void *abort_arg;
     uint64_t last_lsn;          /* highest lsn this batch has logged */
+    uint64_t space_used;        /* disk space the staged changes may take */
+    uint64_t space_granted;     /* reserved in the store and the log (T7) */
     uint64_t staged_total;      /* changes ever staged (never reset) */
     /* counters, read by stats */
     _Atomic uint64_t commits;

@@ -33,6 +33,7 @@ static const char magic[8] = {'K', 'U', 'R', 'A', 'U', 'L', 'O', 'G'};
  */
 #define PREPARE_STEP ((uint64_t)8 << 20)
 #define PREPARE_LOW ((uint64_t)4 << 20)
+#define RESERVE_AHEAD ((uint64_t)1 << 20)
 
 struct segment {
     uint64_t no;
@@ -59,6 +60,10 @@ struct ulog {
     size_t cap;
     int active_fd;
     uint64_t prepared;     /* bytes of the active segment on disk (U3) */
+    uint64_t space_end;    /* active segment allocated up to here */
+    uint64_t reserved;     /* bytes reserved by appenders (ulog_reserve) */
+    bool space_unsupported;      /* no fallocate: no guarantee */
+    uint64_t rotate_retry_ms;    /* a rotation failed for space: retry then */
     uint64_t last_lsn;
     uint64_t last_seq;
     uint64_t synced_lsn;
@@ -341,6 +346,22 @@ _read_checkpoint(struct ulog *u, struct ulog_recovery *rec, char *err,
     return 0;
 }
 
+/* Allocates [from, to) of `fd` past its end; 0, or -1 with errno set. */
+static int
+_allocate(int fd, uint64_t from, uint64_t to)
+{
+    int rc;
+    do {
+        rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)from,
+                       (off_t)(to - from));
+    } while (rc != 0 && errno == EINTR);
+    return rc;
+}
+
+/*
+ * Creates segment `no` and makes it the active one, with room for the
+ * outstanding reservations allocated first: on ENOSPC nothing changes.
+ */
 static int
 _create_segment(struct ulog *u, uint64_t no, char *err, size_t errlen)
 {
@@ -365,7 +386,14 @@ _create_segment(struct ulog *u, uint64_t no, char *err, size_t errlen)
         return -1;
     }
     _encode_header(h, u->o.sid, &s);
-    if (_write_full(fd, h, sizeof(h)) != 0 ||
+    uint64_t room = ULOG_SEGMENT_HEADER + u->reserved;
+    bool allocated = u->space_unsupported || u->reserved == 0 ||
+                     _allocate(fd, ULOG_SEGMENT_HEADER, room) == 0;
+    if (!allocated && errno == EOPNOTSUPP) {
+        u->space_unsupported = true;
+        allocated = true;
+    }
+    if (!allocated || _write_full(fd, h, sizeof(h)) != 0 ||
         (u->o.fsync != ULOG_FSYNC_NEVER && fdatasync(fd) != 0) ||
         atomicfile_sync_dir(path) != 0) {
         int saved = errno;
@@ -380,6 +408,7 @@ _create_segment(struct ulog *u, uint64_t no, char *err, size_t errlen)
     }
     u->active_fd = fd;
     u->prepared = ULOG_SEGMENT_HEADER;
+    u->space_end = room;
     u->segs[u->nsegs++] = s;
     pthread_cond_signal(&u->sync_cond); /* start preparing the new one */
     return 0;
@@ -521,6 +550,7 @@ ulog_open(const struct ulog_options *o, struct ulog_recovery *rec, char *err,
             goto fail;
         }
         u->prepared = last->size;
+        u->space_end = last->size;
     } else {
         u->last_lsn = rec->checkpoint_lsn;
         u->last_seq = rec->checkpoint_seq;
@@ -570,16 +600,32 @@ _rotate(struct ulog *u)
         u->synced_lsn = u->last_lsn;
         _publish_locked(u);
     }
+    int old_fd = dup(u->active_fd);
+    uint64_t old_size = u->segs[u->nsegs - 1].size;
+    uint64_t no = u->segs[u->nsegs - 1].no + 1;
+    if (old_fd < 0 || _create_segment(u, no, err, sizeof(err)) != 0) {
+        int saved = errno;
+        if (old_fd >= 0) {
+            close(old_fd);
+        }
+        if (saved == ENOSPC) {
+            /* The space reserved for the appends is in this segment: go
+             * on past -ulim rather than refuse them, and retry later. */
+            log_limited(u->o.log, LOG_WARN, "ulog: no space for a new "
+                        "segment; the current one grows past -ulim");
+            u->rotate_retry_ms = util_mono_ms() + 1000;
+            return ULOG_OK;
+        }
+        log_limited(u->o.log, LOG_ERROR, "ulog: %s", old_fd < 0
+                    ? strerror(saved) : err);
+        return ULOG_EIO;
+    }
     /* Drop the prepared zeros after the end of the finished segment. */
-    if (ftruncate(u->active_fd, (off_t)u->segs[u->nsegs - 1].size) != 0) {
+    if (ftruncate(old_fd, (off_t)old_size) != 0) {
         log_limited(u->o.log, LOG_WARN, "ulog: ftruncate: %s",
                     strerror(errno));
     }
-    uint64_t no = u->segs[u->nsegs - 1].no + 1;
-    if (_create_segment(u, no, err, sizeof(err)) != 0) {
-        log_limited(u->o.log, LOG_ERROR, "ulog: %s", err);
-        return errno == ENOSPC ? ULOG_ENOSPC : ULOG_EIO;
-    }
+    close(old_fd);
     pthread_cond_signal(&u->cp_cond);
     return ULOG_OK;
 }
@@ -597,7 +643,8 @@ ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
     }
     struct segment *active = &u->segs[u->nsegs - 1];
     if (active->size > ULOG_SEGMENT_HEADER &&
-        active->size + len > u->o.segment_max) {
+        active->size + len > u->o.segment_max &&
+        util_mono_ms() >= u->rotate_retry_ms) {
         st = _rotate(u);
         if (st != ULOG_OK) {
             pthread_mutex_unlock(&u->lock);
@@ -658,6 +705,55 @@ ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
     pthread_cond_broadcast(&u->grown);
     pthread_mutex_unlock(&u->lock);
     return ULOG_OK;
+}
+
+enum ulog_status
+ulog_reserve(struct ulog *u, uint64_t bytes)
+{
+    enum ulog_status st = ULOG_OK;
+
+    pthread_mutex_lock(&u->lock);
+    if (u->failed) {
+        pthread_mutex_unlock(&u->lock);
+        return ULOG_EFAILED;
+    }
+    u->reserved += bytes;
+    uint64_t need = u->segs[u->nsegs - 1].size + u->reserved;
+    uint64_t have = u->space_end > u->prepared ? u->space_end : u->prepared;
+    if (need > have && !u->space_unsupported) {
+        /* Usually the prepared zeros cover it; this runs when the sync
+         * thread lags or the disk is full. A little ahead, not a whole
+         * PREPARE_STEP: unwritten extents make fdatasync commit. */
+        if (_allocate(u->active_fd, have, need + RESERVE_AHEAD) == 0) {
+            u->space_end = need + RESERVE_AHEAD;
+        } else if (errno == ENOSPC && _allocate(u->active_fd, have, need) == 0) {
+            u->space_end = need;
+        } else if (errno == EOPNOTSUPP) {
+            u->space_unsupported = true;
+        } else {
+            st = errno == ENOSPC ? ULOG_ENOSPC : ULOG_EIO;
+            u->reserved -= bytes;
+        }
+    }
+    pthread_mutex_unlock(&u->lock);
+    return st;
+}
+
+void
+ulog_unreserve(struct ulog *u, uint64_t bytes)
+{
+    pthread_mutex_lock(&u->lock);
+    u->reserved = u->reserved > bytes ? u->reserved - bytes : 0;
+    pthread_mutex_unlock(&u->lock);
+}
+
+bool
+ulog_space_guaranteed(struct ulog *u)
+{
+    pthread_mutex_lock(&u->lock);
+    bool ok = !u->space_unsupported;
+    pthread_mutex_unlock(&u->lock);
+    return ok;
 }
 
 void

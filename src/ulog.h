@@ -168,6 +168,21 @@ int ulog_slot(struct ulog *u);
 enum ulog_status ulog_append(struct ulog *u, int slot, uint8_t *buf,
                              size_t len, size_t n, uint64_t *last_lsn);
 
+/*
+ * Disk-full safety: before logging changes, a writer reserves the bytes
+ * they will take (ulog_reserve), so an append never fails for space. The
+ * reservation is allocated in the active segment (the prepared zeros
+ * usually hold it already; otherwise fallocate), and a rotation that
+ * finds no room for a new segment keeps writing the current one past
+ * -ulim. Returns ULOG_OK, ULOG_ENOSPC (nothing reserved), ULOG_EIO or
+ * ULOG_EFAILED. The writer calls ulog_unreserve() with the same amount
+ * once its append is done or abandoned. On a file system without
+ * fallocate (ext3) there is no guarantee; ulog_space_guaranteed() says so.
+ */
+enum ulog_status ulog_reserve(struct ulog *u, uint64_t bytes);
+void ulog_unreserve(struct ulog *u, uint64_t bytes);
+bool ulog_space_guaranteed(struct ulog *u);
+
 /* The records of `slot`'s last append are now applied to the database. */
 void ulog_applied(struct ulog *u, int slot);
 

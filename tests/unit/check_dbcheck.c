@@ -1,0 +1,225 @@
+/*
+ * Unit tests for dbcheck: databases written by Tokyo Cabinet itself, under
+ * every tuning kura accepts and after overwrites and deletes, check out;
+ * each kind of damage is found, with its offset.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <tchdb.h>
+#include <unistd.h>
+
+#include "dbcheck.h"
+#include "record.h"
+#include "unit_main.h"
+
+static char dir[64];
+static char path[128];
+
+static void
+_setup(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/kura-dbcheck-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/db.tch", dir);
+}
+
+static void
+_teardown(void)
+{
+    unlink(path);
+    rmdir(dir);
+}
+
+/* Stores `key` with a kura envelope and `vlen` bytes of value. */
+static void
+_put(TCHDB *hdb, const char *key, size_t vlen)
+{
+    static uint8_t buf[70000];
+    struct record_meta m = {RECORD_VALUE, 7, 0, 11, 11, 1};
+    size_t elen = record_encode(&m, buf);
+    memset(buf + elen, 'v', vlen);
+    ck_assert(tchdbput(hdb, key, (int)strlen(key), buf, (int)(elen + vlen)));
+}
+
+/*
+ * Builds a database with `n` keys of varied sizes, then rewrites some
+ * larger (records move, leaving free blocks), some smaller (padding
+ * grows), and deletes some. Returns the record count.
+ */
+static uint64_t
+_build(int64_t bnum, int8_t apow, uint8_t opts, int n)
+{
+    TCHDB *hdb = tchdbnew();
+    char key[32];
+    ck_assert(tchdbtune(hdb, bnum, apow, 10, opts));
+    ck_assert(tchdbopen(hdb, path, HDBOWRITER | HDBOCREAT | HDBOTRUNC));
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof(key), "key:%d", i);
+        _put(hdb, key, (size_t)(i % 7 == 0 ? 300 + i % 900 : 5 + i % 40));
+    }
+    for (int i = 0; i < n; i += 3) {
+        snprintf(key, sizeof(key), "key:%d", i);
+        _put(hdb, key, (size_t)(i % 2 == 0 ? 2000 : 1));
+    }
+    for (int i = 1; i < n; i += 5) {
+        snprintf(key, sizeof(key), "key:%d", i);
+        ck_assert(tchdbout(hdb, key, (int)strlen(key)));
+    }
+    _put(hdb, "big", 65000);
+    uint64_t rnum = tchdbrnum(hdb);
+    ck_assert(tchdbclose(hdb));
+    tchdbdel(hdb);
+    return rnum;
+}
+
+/* `n` small records in insertion order: "key:0" comes first. */
+static void
+_build_plain(int n)
+{
+    TCHDB *hdb = tchdbnew();
+    char key[32];
+    ck_assert(tchdbtune(hdb, 101, 4, 10, 0));
+    ck_assert(tchdbopen(hdb, path, HDBOWRITER | HDBOCREAT | HDBOTRUNC));
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof(key), "key:%d", i);
+        _put(hdb, key, 10);
+    }
+    ck_assert(tchdbclose(hdb));
+    tchdbdel(hdb);
+}
+
+static void
+_expect_ok(uint64_t records)
+{
+    struct dbcheck_report r;
+    enum dbcheck_status st = dbcheck_file(path, &r);
+    ck_assert_msg(st == DBCHECK_OK, "damage at %llu: %s",
+                  (unsigned long long)r.damage_offset, r.damage);
+    ck_assert_uint_eq(r.records, records);
+    ck_assert_uint_eq(r.header_records, records);
+    ck_assert_uint_gt(r.free_blocks, 0);
+}
+
+START_TEST(test_tokyo_cabinet_files_check_out)
+{
+    /* Few buckets make deep collision trees; many make sparse ones. */
+    _expect_ok(_build(17, 4, 0, 3000));
+    _expect_ok(_build(131071, 4, 0, 3000));
+    _expect_ok(_build(1009, 0, 0, 2000));
+    _expect_ok(_build(1009, 10, 0, 500));
+    _expect_ok(_build(1009, 4, HDBTLARGE, 2000));
+}
+END_TEST
+
+START_TEST(test_empty_and_missing_files_are_fine)
+{
+    struct dbcheck_report r;
+    ck_assert_int_eq(dbcheck_file(path, &r), DBCHECK_OK);
+    close(open(path, O_WRONLY | O_CREAT, 0644));
+    ck_assert_int_eq(dbcheck_file(path, &r), DBCHECK_OK);
+    ck_assert_uint_eq(r.records, 0);
+}
+END_TEST
+
+/* Overwrites `len` bytes at `off`. */
+static void
+_scribble(uint64_t off, const void *p, size_t len)
+{
+    int fd = open(path, O_WRONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, p, len, (off_t)off), (ssize_t)len);
+    close(fd);
+}
+
+static void
+_expect_damage(const char *what)
+{
+    struct dbcheck_report r;
+    ck_assert_int_eq(dbcheck_file(path, &r), DBCHECK_DAMAGED);
+    ck_assert_msg(strstr(r.damage, what) != NULL, "expected \"%s\", got "
+                  "\"%s\"", what, r.damage);
+}
+
+/* The offset of the first record, read from a fresh database. */
+static uint64_t
+_first_record(void)
+{
+    TCHDB *hdb = tchdbnew();
+    ck_assert(tchdbopen(hdb, path, HDBOREADER));
+    uint64_t frec = hdb->frec;
+    tchdbclose(hdb);
+    tchdbdel(hdb);
+    return frec;
+}
+
+/*
+ * "key:0" is the first record: its header is magic, hash, two 32-bit
+ * links and the padding size (12 bytes), then one-byte key and value
+ * sizes; its key starts at +14 and its value (the envelope) at +19.
+ */
+#define KSIZ_AT 12
+#define ENVELOPE_AT 19
+
+START_TEST(test_damage_is_found)
+{
+    _build_plain(400);
+    uint64_t frec = _first_record();
+    struct dbcheck_report r;
+    ck_assert_int_eq(dbcheck_file(path, &r), DBCHECK_OK);
+    ck_assert_uint_eq(r.records, 400);
+    uint64_t size = r.file_size;
+
+    /* Not a database at all. */
+    _scribble(0, "NoT", 3);
+    _expect_damage("bad magic");
+    _build_plain(400);
+
+    /* A truncated file. */
+    ck_assert_int_eq(truncate(path, (off_t)(size - 100)), 0);
+    _expect_damage("truncated");
+    _build_plain(400);
+
+    /* An unknown block where a record should be. */
+    _scribble(frec, "\x17", 1);
+    _expect_damage("unknown block type");
+    _build_plain(400);
+
+    /* A key size that runs past the end (what makes Tokyo Cabinet abort). */
+    _scribble(frec + KSIZ_AT, "\x80\x80\x80\x80\x0f", 5);
+    _expect_damage("runs past the end");
+    _build_plain(400);
+
+    /* A bucket that points into the middle of a record. */
+    uint8_t mid[4];
+    uint64_t bad = (frec >> 4) + 1;
+    for (int i = 0; i < 4; i++) {
+        mid[i] = (uint8_t)(bad >> (8 * (3 - i)));
+    }
+    _scribble(256, mid, 4);
+    ck_assert_int_eq(dbcheck_file(path, &r), DBCHECK_DAMAGED);
+    _build_plain(400);
+
+    /* A value that is not a kura record. */
+    _scribble(frec + ENVELOPE_AT, "\xff\xff\xff", 3);
+    _expect_damage("not a kura record");
+}
+END_TEST
+
+static Suite *
+dbcheck_suite(void)
+{
+    Suite *s = suite_create("dbcheck");
+    TCase *tc = tcase_create("dbcheck");
+    tcase_add_checked_fixture(tc, _setup, _teardown);
+    tcase_add_test(tc, test_tokyo_cabinet_files_check_out);
+    tcase_add_test(tc, test_empty_and_missing_files_are_fine);
+    tcase_add_test(tc, test_damage_is_found);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TEST_MAIN(dbcheck_suite)
