@@ -604,6 +604,9 @@ _stats_settings(struct process_ctx *ctx, struct buf *out)
     ok = ok && reply_stat(out, "kura_rts", "%s",
                           s->rts_path[0] ? s->rts_path : "(none)");
     ok = ok && reply_stat(out, "kura_ukeep", "%u", s->ukeep);
+    /* The key file's path only: never its contents. */
+    ok = ok && reply_stat(out, "kura_rkey", "%s",
+                          s->rkey_path[0] ? s->rkey_path : "(none)");
     if (s->fsync == ULOG_FSYNC_INTERVAL) {
         ok = ok && reply_stat(out, "kura_fsync", "%ums", s->fsync_ms);
     } else {

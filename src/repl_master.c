@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@
 #define SEND_TIMEOUT_MS 10000
 #define SEND_CHUNK ((size_t)256 << 10)
 #define PERSIST_MS 10000
+#define AUTH_TIMEOUT_MS 5000
 
 struct sender {
     struct repl_master *m;
@@ -48,6 +51,7 @@ struct peer {
 struct repl_master {
     struct ulog *ulog;
     struct store *store;
+    const struct repl_auth *auth;
     uint32_t sid;
     bool durable_only;
     struct logger *log;
@@ -229,6 +233,82 @@ _send_line(struct sender *s, const char *fmt, uint32_t arg)
     char line[128];
     int n = snprintf(line, sizeof(line), fmt, arg);
     return netio_send_all(s->fd, line, (size_t)n, SEND_TIMEOUT_MS);
+}
+
+static int
+_send_text(struct sender *s, const char *text)
+{
+    return netio_send_all(s->fd, text, strlen(text), SEND_TIMEOUT_MS);
+}
+
+/* The peer's address, for log lines. */
+static void
+_peer_name(int fd, char *out, size_t cap)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0) {
+        if (ss.ss_family == AF_INET) {
+            const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+            inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+            port = ntohs(a->sin_port);
+        } else if (ss.ss_family == AF_INET6) {
+            const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+            inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+            port = ntohs(a->sin6_port);
+        } else {
+            snprintf(host, sizeof(host), "local socket");
+        }
+    }
+    snprintf(out, cap, "%s:%d", host, port);
+}
+
+/*
+ * Proves this master holds the shared key and checks that the peer does
+ * too (repl_auth.h); without a key, admits peers on this host only.
+ * Returns true if the peer may go on.
+ */
+static bool
+_authenticate(struct sender *s)
+{
+    struct repl_master *m = s->m;
+    char peer[INET6_ADDRSTRLEN + 16];
+    char line[REPL_LINE_MAX];
+    char snonce[REPL_NONCE_HEX + 1];
+    char proof[REPL_PROOF_HEX + 1];
+
+    _peer_name(s->fd, peer, sizeof(peer));
+    if (!m->auth->enabled) {
+        if (repl_auth_peer_is_local(s->fd)) {
+            return true;
+        }
+        _send_text(s, "REPL ERROR replication from another host needs a "
+                      "shared key (-rkey)\r\n");
+        log_limited(m->log, LOG_WARN, "repl: refused %s: replication from "
+                    "another host needs -rkey on both servers", peer);
+        return false;
+    }
+    if (repl_auth_nonce(snonce) != 0) {
+        log_error(m->log, "repl: no random numbers for a nonce");
+        return false;
+    }
+    repl_auth_proof(m->auth, REPL_AUTH_MASTER, s->hello.nonce, snonce, proof);
+    snprintf(line, sizeof(line), "REPL CHALLENGE %s %s\r\n", snonce, proof);
+    if (_send_text(s, line) != 0) {
+        return false;
+    }
+    if (netio_read_line(s->fd, line, sizeof(line), AUTH_TIMEOUT_MS) < 0 ||
+        !repl_auth_line_parse(line, proof) ||
+        !repl_auth_verify(m->auth, REPL_AUTH_STANDBY, s->hello.nonce, snonce,
+                          proof)) {
+        _send_text(s, "REPL ERROR authentication failed\r\n");
+        log_limited(m->log, LOG_WARN, "repl: %s failed authentication (not "
+                    "the same -rkey?)", peer);
+        return false;
+    }
+    return true;
 }
 
 /* Sends a snapshot of the database. Returns the lsn it covers, or 0. */
@@ -414,6 +494,9 @@ _sender_main(void *arg)
     uint64_t last_seq;
 
     fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) & ~O_NONBLOCK);
+    if (!_authenticate(s)) {
+        goto done;
+    }
     if (s->hello.version != REPL_VERSION) {
         _send_line(s, "REPL ERROR unsupported version %u\r\n",
                    s->hello.version);
@@ -533,7 +616,8 @@ repl_master_accept(struct repl_master *m, int fd, const char *args,
 struct repl_master *
 repl_master_create(struct ulog *ulog, struct store *store,
                    const char *ulog_dir, uint32_t sid, bool durable_only,
-                   struct logger *log, char *err, size_t errlen)
+                   const struct repl_auth *auth, struct logger *log,
+                   char *err, size_t errlen)
 {
     struct repl_master *m = calloc(1, sizeof(*m));
     if (m == NULL) {
@@ -543,6 +627,7 @@ repl_master_create(struct ulog *ulog, struct store *store,
     m->ulog = ulog;
     m->store = store;
     m->sid = sid;
+    m->auth = auth;
     m->durable_only = durable_only;
     m->log = log;
     snprintf(m->peers_path, sizeof(m->peers_path), "%s/peers", ulog_dir);

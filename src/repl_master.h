@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "log.h"
+#include "repl_auth.h"
 #include "repl_proto.h"
 #include "store.h"
 #include "ulog.h"
@@ -48,13 +49,16 @@ struct repl_master;
 /*
  * Creates the master side for log `ulog` over `store`, serving as server
  * `sid`; known peers are loaded from <ulog dir>/peers. `durable_only`
- * sends only records the fsync policy has made durable. Returns NULL with
- * a reason in `err` on failure.
+ * sends only records the fsync policy has made durable. Peers are
+ * admitted under `auth` (repl_auth.h; borrowed, must outlive the master).
+ * Returns NULL with a reason in `err` on failure.
  */
 struct repl_master *repl_master_create(struct ulog *ulog, struct store *store,
                                        const char *ulog_dir, uint32_t sid,
-                                       bool durable_only, struct logger *log,
-                                       char *err, size_t errlen);
+                                       bool durable_only,
+                                       const struct repl_auth *auth,
+                                       struct logger *log, char *err,
+                                       size_t errlen);
 
 /*
  * Takes over `fd`, a connection whose first line was "REPL <args>", and

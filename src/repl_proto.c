@@ -3,6 +3,8 @@
  */
 #include "repl_proto.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "util.h"
@@ -146,6 +148,23 @@ _next_number(const char *s, size_t len, size_t *pos, uint64_t max,
     return util_parse_uint(s + start, i - start, max, out);
 }
 
+/* Reads one space-separated word; advances `*pos`. */
+static void
+_next_word(const char *s, size_t len, size_t *pos, size_t *start,
+           size_t *wlen)
+{
+    size_t i = *pos;
+    while (i < len && s[i] == ' ') {
+        i++;
+    }
+    *start = i;
+    while (i < len && s[i] != ' ') {
+        i++;
+    }
+    *wlen = i - *start;
+    *pos = i;
+}
+
 bool
 repl_hello_parse(const char *args, size_t len, struct repl_hello *h)
 {
@@ -159,6 +178,12 @@ repl_hello_parse(const char *args, size_t len, struct repl_hello *h)
             return false;
         }
     }
+    size_t start;
+    size_t wlen;
+    _next_word(args, len, &pos, &start, &wlen);
+    if (!repl_auth_nonce_valid(args + start, wlen)) {
+        return false;
+    }
     while (pos < len && args[pos] == ' ') {
         pos++;
     }
@@ -169,5 +194,78 @@ repl_hello_parse(const char *args, size_t len, struct repl_hello *h)
     h->sid = (uint32_t)v[1];
     h->after = v[2];
     h->flags = (uint32_t)v[3];
+    memcpy(h->nonce, args + start, wlen);
+    h->nonce[wlen] = '\0';
+    return true;
+}
+
+int
+repl_hello_format(const struct repl_hello *h, char *out, size_t cap)
+{
+    int n = snprintf(out, cap, "REPL %" PRIu32 " %" PRIu32 " %" PRIu64
+                     " %" PRIu32 " %s\r\n", h->version, h->sid, h->after,
+                     h->flags, h->nonce);
+    return n > 0 && (size_t)n < cap ? n : -1;
+}
+
+/* True if `s` is exactly REPL_PROOF_HEX lowercase hex digits. */
+static bool
+_proof_valid(const char *s, size_t len)
+{
+    if (len != REPL_PROOF_HEX) {
+        return false;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool
+repl_challenge_parse(const char *line, char nonce[REPL_NONCE_HEX + 1],
+                     char proof[REPL_PROOF_HEX + 1])
+{
+    static const char prefix[] = "REPL CHALLENGE ";
+    size_t len = strlen(line);
+    if (len < sizeof(prefix) - 1 ||
+        memcmp(line, prefix, sizeof(prefix) - 1) != 0) {
+        return false;
+    }
+    size_t pos = sizeof(prefix) - 1;
+    size_t ns, nl, ps, pl, rest, rl;
+    _next_word(line, len, &pos, &ns, &nl);
+    _next_word(line, len, &pos, &ps, &pl);
+    _next_word(line, len, &pos, &rest, &rl);
+    if (!repl_auth_nonce_valid(line + ns, nl) || !_proof_valid(line + ps, pl) ||
+        rl != 0) {
+        return false;
+    }
+    memcpy(nonce, line + ns, nl);
+    nonce[nl] = '\0';
+    memcpy(proof, line + ps, pl);
+    proof[pl] = '\0';
+    return true;
+}
+
+bool
+repl_auth_line_parse(const char *line, char proof[REPL_PROOF_HEX + 1])
+{
+    static const char prefix[] = "REPL AUTH ";
+    size_t len = strlen(line);
+    if (len < sizeof(prefix) - 1 ||
+        memcmp(line, prefix, sizeof(prefix) - 1) != 0) {
+        return false;
+    }
+    size_t pos = sizeof(prefix) - 1;
+    size_t ps, pl, rest, rl;
+    _next_word(line, len, &pos, &ps, &pl);
+    _next_word(line, len, &pos, &rest, &rl);
+    if (!_proof_valid(line + ps, pl) || rl != 0) {
+        return false;
+    }
+    memcpy(proof, line + ps, pl);
+    proof[pl] = '\0';
     return true;
 }

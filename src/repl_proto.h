@@ -4,13 +4,19 @@
  * A standby opens a TCP connection to its master's memcached port and
  * sends one text line:
  *
- *   REPL <version> <sid> <after-lsn> <flags>\r\n
+ *   REPL <version> <sid> <after-lsn> <flags> <nonce>\r\n
  *
- * The master answers with one line, then binary frames:
+ * When the master has a shared key (repl_auth.h) the two prove they hold
+ * it before anything else passes:
+ *
+ *   master:  REPL CHALLENGE <nonce> <master proof>\r\n
+ *   standby: REPL AUTH <standby proof>\r\n
+ *
+ * Then the master answers with one line, then binary frames:
  *
  *   REPL OK <master-sid>\r\n        records with lsn > after-lsn follow
  *   REPL RESYNC <master-sid>\r\n    a full snapshot follows, then records
- *   REPL ERROR <reason>\r\n         and the connection closes
+ *   REPL ERROR <reason>\r\n         (at any step) the connection closes
  *
  * Frames, both directions (little-endian):
  *
@@ -45,6 +51,7 @@
 #include <stdint.h>
 
 #include "logrec.h"
+#include "repl_auth.h"
 
 #define REPL_VERSION 1
 #define REPL_FRAME_HEADER 8
@@ -91,7 +98,10 @@ struct repl_hello {
     uint32_t sid;
     uint64_t after;
     uint32_t flags;
+    char nonce[REPL_NONCE_HEX + 1];
 };
+
+#define REPL_LINE_MAX 256
 
 /*
  * Writes a frame header for `type` with a `plen`-byte payload into `out`
@@ -128,5 +138,21 @@ enum repl_status repl_frame_decode(const uint8_t *buf, size_t avail,
 
 /* Parses the arguments of a REPL request line (after "REPL"). */
 bool repl_hello_parse(const char *args, size_t len, struct repl_hello *h);
+
+/*
+ * Writes the whole request line for `h` ("REPL ...\r\n") into `out`
+ * (`cap` bytes, REPL_LINE_MAX is enough). Returns its length, or -1.
+ */
+int repl_hello_format(const struct repl_hello *h, char *out, size_t cap);
+
+/*
+ * Parses a master's "REPL CHALLENGE <nonce> <proof>" line (without the
+ * line end) into `nonce` and `proof`. Returns false if it is not one.
+ */
+bool repl_challenge_parse(const char *line, char nonce[REPL_NONCE_HEX + 1],
+                          char proof[REPL_PROOF_HEX + 1]);
+
+/* Parses a standby's "REPL AUTH <proof>" line into `proof`. */
+bool repl_auth_line_parse(const char *line, char proof[REPL_PROOF_HEX + 1]);
 
 #endif

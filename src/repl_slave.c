@@ -306,21 +306,72 @@ _persist_main(void *arg)
     return NULL;
 }
 
+/*
+ * Sends the hello and takes the master through authentication
+ * (repl_auth.h). Leaves the master's answer to the hello in `line`.
+ * Returns 0, or -1 (logged) if the session must end.
+ */
+static int
+_handshake(struct repl_slave *s, int fd, char *line, size_t cap)
+{
+    struct repl_hello h = {REPL_VERSION, s->o.sid, s->rts,
+                           REPL_FLAG_ALLOW_RESYNC, ""};
+    char snonce[REPL_NONCE_HEX + 1];
+    char proof[REPL_PROOF_HEX + 1];
+    const struct repl_auth *auth = s->o.auth;
+
+    int n = repl_auth_nonce(h.nonce) == 0
+                ? repl_hello_format(&h, line, cap)
+                : -1;
+    if (n < 0 || netio_send_all(fd, line, (size_t)n, HELLO_TIMEOUT_MS) != 0 ||
+        netio_read_line(fd, line, cap, HELLO_TIMEOUT_MS) < 0) {
+        log_limited(s->log, LOG_WARN, "repl: no answer from %s:%d",
+                    s->o.host, s->o.port);
+        return -1;
+    }
+    if (!repl_challenge_parse(line, snonce, proof)) {
+        if (auth->enabled && strncmp(line, "REPL ERROR", 10) != 0) {
+            /* Anyone can answer OK: only a proof shows the key. */
+            log_limited(s->log, LOG_ERROR, "repl: master %s:%d did not "
+                        "authenticate (has it no -rkey?); refusing its "
+                        "stream", s->o.host, s->o.port);
+            return -1;
+        }
+        return 0;
+    }
+    if (!auth->enabled) {
+        log_limited(s->log, LOG_ERROR, "repl: master %s:%d requires a "
+                    "shared key; start this server with -rkey", s->o.host,
+                    s->o.port);
+        return -1;
+    }
+    if (!repl_auth_verify(auth, REPL_AUTH_MASTER, h.nonce, snonce, proof)) {
+        log_limited(s->log, LOG_ERROR, "repl: master %s:%d failed "
+                    "authentication (not the same -rkey?); refusing its "
+                    "stream", s->o.host, s->o.port);
+        return -1;
+    }
+    repl_auth_proof(auth, REPL_AUTH_STANDBY, h.nonce, snonce, proof);
+    n = snprintf(line, cap, "REPL AUTH %s\r\n", proof);
+    if (netio_send_all(fd, line, (size_t)n, HELLO_TIMEOUT_MS) != 0 ||
+        netio_read_line(fd, line, cap, HELLO_TIMEOUT_MS) < 0) {
+        log_limited(s->log, LOG_WARN, "repl: no answer from %s:%d",
+                    s->o.host, s->o.port);
+        return -1;
+    }
+    return 0;
+}
+
 static void
 _session(struct repl_slave *s, int fd)
 {
-    char line[256];
+    char line[REPL_LINE_MAX];
     struct session ss;
     unsigned master_sid = 0;
 
     memset(&ss, 0, sizeof(ss));
     buf_init(&ss.in);
-    int n = snprintf(line, sizeof(line), "REPL %u %u %" PRIu64 " %u\r\n",
-                     REPL_VERSION, s->o.sid, s->rts, REPL_FLAG_ALLOW_RESYNC);
-    if (netio_send_all(fd, line, (size_t)n, HELLO_TIMEOUT_MS) != 0 ||
-        netio_read_line(fd, line, sizeof(line), HELLO_TIMEOUT_MS) < 0) {
-        log_limited(s->log, LOG_WARN, "repl: no answer from %s:%d",
-                    s->o.host, s->o.port);
+    if (_handshake(s, fd, line, sizeof(line)) != 0) {
         return;
     }
     if (sscanf(line, "REPL OK %u", &master_sid) != 1 &&

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "log.h"
+#include "repl_auth.h"
 #include "txn.h"
 #include "ulog.h"
 
@@ -49,6 +50,7 @@ struct repl_slave_options {
     uint32_t sid;
     char rts_path[PATH_MAX];
     size_t scratch_cap;     /* largest record read without a heap copy */
+    const struct repl_auth *auth; /* borrowed; must outlive the slave */
 };
 
 struct repl_slave;

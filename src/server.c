@@ -52,6 +52,7 @@ struct server {
     struct store *store;
     struct clock clock;
     struct ulog *ulog;
+    struct repl_auth auth;       /* -rkey */
     struct repl_master *master;  /* serves peers; with an update log */
     struct repl_slave *slave;    /* follows -mhost */
     struct txn_engine eng;
@@ -292,9 +293,12 @@ _open_storage(struct server *srv, char *err, size_t errlen)
                       &srv->log, err, errlen) != 0) {
         return -1;
     }
+    if (repl_auth_load(&srv->auth, s->rkey_path, err, errlen) != 0) {
+        return -1;
+    }
     srv->master = repl_master_create(srv->ulog, srv->store, s->ulog_path,
                                      s->sid, s->fsync == ULOG_FSYNC_ALWAYS,
-                                     &srv->log, err, errlen);
+                                     &srv->auth, &srv->log, err, errlen);
     if (srv->master == NULL) {
         return -1;
     }
@@ -310,6 +314,7 @@ _open_storage(struct server *srv, char *err, size_t errlen)
         ro.sid = s->sid;
         util_strlcpy(ro.rts_path, s->rts_path, sizeof(ro.rts_path));
         ro.scratch_cap = scratch;
+        ro.auth = &srv->auth;
         srv->slave = repl_slave_create(&ro, &srv->eng, &srv->log, err, errlen);
         if (srv->slave == NULL) {
             return -1;

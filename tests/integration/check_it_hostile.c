@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -187,6 +188,44 @@ START_TEST(test_huge_multiget_reply_streams_with_bounded_memory)
 }
 END_TEST
 
+/*
+ * Thousands of clients send their requests one byte at a time, all at
+ * once: the bystander is answered between every round of bytes, and each
+ * slow client gets its whole reply in the end.
+ */
+#define TRICKLERS 2000
+
+START_TEST(test_trickling_clients_do_not_starve_others)
+{
+    struct rlimit rl;
+    ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    ck_assert_msg(rl.rlim_max > TRICKLERS + 64, "descriptor limit too low");
+    int *fds = malloc(TRICKLERS * sizeof(*fds));
+    for (int i = 0; i < TRICKLERS; i++) {
+        fds[i] = kc_connect(k.port);
+        ck_assert_int_ge(fds[i], 0);
+    }
+    const char *req = "get by\r\n";
+    for (size_t b = 0; b < strlen(req); b++) {
+        for (int i = 0; i < TRICKLERS; i++) {
+            ck_assert_int_eq(send(fds[i], req + b, 1, MSG_NOSIGNAL), 1);
+        }
+        _bystander_ok();
+    }
+    char reply[64];
+    for (int i = 0; i < TRICKLERS; i++) {
+        ck_assert_int_gt(kc_read_until(fds[i], reply, sizeof(reply),
+                                       "END\r\n", 5000), 0);
+        ck_assert_str_eq(reply, "VALUE by 0 2\r\nok\r\nEND\r\n");
+        close(fds[i]);
+    }
+    free(fds);
+    _bystander_ok();
+}
+END_TEST
+
 START_TEST(test_client_that_never_reads)
 {
     /* Pipelined gets of a 64 KiB value, never read: memory must not grow
@@ -245,6 +284,7 @@ hostile_suite(void)
     tcase_add_test(tc, test_hundred_thousand_keys_in_one_get);
     tcase_add_test(tc, test_huge_multiget_reply_streams_with_bounded_memory);
     tcase_add_test(tc, test_client_that_never_reads);
+    tcase_add_test(tc, test_trickling_clients_do_not_starve_others);
     tcase_add_test(tc, test_value_cut_short_by_close);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);

@@ -554,6 +554,34 @@ START_TEST(test_standby_beyond_retention_gets_full_resync)
 }
 END_TEST
 
+/*
+ * Works every subsystem of a busy pair, then stops both cleanly: each
+ * must exit 0. In the sanitizer build LeakSanitizer makes any leak at a
+ * clean shutdown a failure here.
+ */
+START_TEST(test_clean_stop_of_a_busy_pair)
+{
+    int fd = kc_connect(a.port);
+    ck_assert(kc_check(fd, "set x 1 0 1\r\na\r\nappend x 0 0 1\r\nb\r\n"
+                           "set n 0 0 1\r\n5\r\nincr n 10\r\n"
+                           "touch x 100\r\nset gone 0 0 1\r\ng\r\n"
+                           "delete gone\r\n",
+                       "STORED\r\nSTORED\r\nSTORED\r\n15\r\nTOUCHED\r\n"
+                       "STORED\r\nDELETED\r\n"));
+    ck_assert(kc_drain(fd, "gat 100 x n\r\n", "END\r\n"));
+    ck_assert(kc_drain(fd, "stats\r\n", "END\r\n"));
+    ck_assert(kc_drain(fd, "stats settings\r\n", "END\r\n"));
+    ck_assert(kc_check(fd, "flush_all 3600\r\n", "OK\r\n"));
+    close(fd);
+    ck_assert(_eventually(b.port, "get x n\r\n",
+                          "VALUE x 1 2\r\nab\r\nVALUE n 0 2\r\n15\r\nEND\r\n",
+                          5000));
+    ck_assert(harness_wait_for(_peer_acked, NULL, 5000));
+    ck_assert_int_eq(kura_stop(&a, 30000), 0);
+    ck_assert_int_eq(kura_stop(&b, 30000), 0);
+}
+END_TEST
+
 static Suite *
 replication_suite(void)
 {
@@ -566,6 +594,7 @@ replication_suite(void)
     tcase_add_test(tc, test_expired_item_stays_gone_on_both);
     tcase_add_test(tc, test_flush_all_applies_to_the_pair);
     tcase_add_test(tc, test_rts_file_replaced_atomically);
+    tcase_add_test(tc, test_clean_stop_of_a_busy_pair);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     tc = tcase_create("recovery");

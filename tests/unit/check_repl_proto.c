@@ -84,19 +84,60 @@ START_TEST(test_garbage_is_corrupt_not_a_crash)
 }
 END_TEST
 
+#define NONCE "00112233445566778899aabbccddeeff"
+#define PROOF "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
 START_TEST(test_hello)
 {
     struct repl_hello h;
-    const char *ok = "1 10001 1795316896741441 1";
+    const char *ok = "1 10001 1795316896741441 1 " NONCE;
     ck_assert(repl_hello_parse(ok, strlen(ok), &h));
     ck_assert(h.version == 1 && h.sid == 10001 && h.after == 1795316896741441ULL &&
-              h.flags == 1);
-    const char *bad[] = {"", "1", "1 2 3", "1 0 3 0", "1 2 x 0", "1 2 3 4 5",
-                         "-1 2 3 4"};
+              h.flags == 1 && strcmp(h.nonce, NONCE) == 0);
+    const char *bad[] = {"", "1", "1 2 3", "1 0 3 0 " NONCE, "1 2 x 0 " NONCE,
+                         "1 2 3 4 5 " NONCE, "-1 2 3 4 " NONCE, "1 2 3 4",
+                         "1 2 3 4 00112233", "1 2 3 4 " NONCE "0",
+                         "1 2 3 4 00112233445566778899AABBCCDDEEFF",
+                         "1 2 3 4 " NONCE " 5"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         ck_assert_msg(!repl_hello_parse(bad[i], strlen(bad[i]), &h), "%s",
                       bad[i]);
     }
+    /* What a standby formats, a master parses back. */
+    char line[REPL_LINE_MAX];
+    int n = repl_hello_format(&h, line, sizeof(line));
+    ck_assert_str_eq(line, "REPL 1 10001 1795316896741441 1 " NONCE "\r\n");
+    struct repl_hello again;
+    ck_assert(repl_hello_parse(line + 5, (size_t)n - 7, &again));
+    ck_assert(again.after == h.after && strcmp(again.nonce, h.nonce) == 0);
+    ck_assert_int_eq(repl_hello_format(&h, line, 20), -1);
+}
+END_TEST
+
+START_TEST(test_challenge_and_auth_lines)
+{
+    char nonce[REPL_NONCE_HEX + 1];
+    char proof[REPL_PROOF_HEX + 1];
+    ck_assert(repl_challenge_parse("REPL CHALLENGE " NONCE " " PROOF, nonce,
+                                   proof));
+    ck_assert_str_eq(nonce, NONCE);
+    ck_assert_str_eq(proof, PROOF);
+    ck_assert(repl_auth_line_parse("REPL AUTH " PROOF, proof));
+    const char *bad_challenges[] = {
+        "REPL OK 1", "REPL CHALLENGE", "REPL CHALLENGE " NONCE,
+        "REPL CHALLENGE " NONCE " " PROOF " x", "REPL CHALLENGE " PROOF " " NONCE,
+        "REPL CHALLENGE " NONCE " " PROOF "0",
+        "REPL CHALLENGE " NONCE " 0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef",
+    };
+    for (size_t i = 0; i < sizeof(bad_challenges) / sizeof(bad_challenges[0]);
+         i++) {
+        ck_assert_msg(!repl_challenge_parse(bad_challenges[i], nonce, proof),
+                      "%s", bad_challenges[i]);
+    }
+    ck_assert(!repl_auth_line_parse("REPL AUTH", proof));
+    ck_assert(!repl_auth_line_parse("REPL AUTH " NONCE, proof));
+    ck_assert(!repl_auth_line_parse("REPL AUTH " PROOF " x", proof));
+    ck_assert(!repl_auth_line_parse("REPL OK 1", proof));
 }
 END_TEST
 
@@ -109,6 +150,7 @@ repl_proto_suite(void)
     tcase_add_test(tc, test_record_frame_checks_the_record);
     tcase_add_test(tc, test_garbage_is_corrupt_not_a_crash);
     tcase_add_test(tc, test_hello);
+    tcase_add_test(tc, test_challenge_and_auth_lines);
     suite_add_tcase(s, tc);
     return s;
 }
