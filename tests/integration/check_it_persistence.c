@@ -300,6 +300,20 @@ START_TEST(test_unopenable_database)
     ck_assert_int_ne(rc, 0);
     ck_assert_msg(strstr(err, "is damaged at offset 0: not a Tokyo Cabinet "
                               "database") != NULL, "%s", err);
+
+    /* A real database, cut short after a clean stop. */
+    int fd = kc_connect(k.port);
+    ck_assert(kc_check(fd, "set a 0 0 1\r\nx\r\n", "STORED\r\n"));
+    close(fd);
+    ck_assert_int_eq(kura_stop(&k, 30000), 0);
+    struct stat st;
+    ck_assert_int_eq(stat(k.db, &st), 0);
+    ck_assert_int_eq(truncate(k.db, st.st_size / 2), 0);
+    const char *cut[] = {"kurad", "-port", port, k.db, NULL};
+    rc = harness_run(NULL, cut, err, sizeof(err), 10000);
+    ck_assert_int_eq(rc, 1);
+    ck_assert_msg(strstr(err, "(truncated?)") != NULL &&
+                  strstr(err, "full resync") != NULL, "%s", err);
 }
 END_TEST
 
