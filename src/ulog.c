@@ -69,6 +69,8 @@ struct ulog {
     uint64_t synced_lsn;
     uint64_t syncing_lsn;  /* covered by an fdatasync in progress */
     uint64_t last_sync_ms; /* when the last fdatasync finished */
+    int sync_fd;           /* descriptor an fdatasync is using, or -1 */
+    int retired_fd;        /* rotated out while in use: close after it */
     _Atomic uint64_t durable_pub; /* _durable_locked(), readable lock-free */
     uint64_t checkpoint_lsn;
     uint64_t bytes_at_checkpoint; /* total appended when it was taken */
@@ -404,7 +406,11 @@ _create_segment(struct ulog *u, uint64_t no, char *err, size_t errlen)
         return -1;
     }
     if (u->active_fd >= 0) {
-        close(u->active_fd);
+        if (u->active_fd == u->sync_fd) {
+            u->retired_fd = u->active_fd;
+        } else {
+            close(u->active_fd);
+        }
     }
     u->active_fd = fd;
     u->prepared = ULOG_SEGMENT_HEADER;
@@ -468,6 +474,8 @@ ulog_open(const struct ulog_options *o, struct ulog_recovery *rec, char *err,
     u->o = *o;
     u->active_fd = -1;
     u->lock_fd = -1;
+    u->sync_fd = -1;
+    u->retired_fd = -1;
     pthread_mutex_init(&u->lock, NULL);
     pthread_cond_init(&u->grown, NULL);
     pthread_cond_init(&u->sync_cond, NULL);
@@ -813,17 +821,22 @@ static enum ulog_status
 _sync_locked(struct ulog *u)
 {
     uint64_t target = u->last_lsn;
-    int fd = dup(u->active_fd);
+    /* A rotation meanwhile must not close this descriptor under us: it
+     * leaves it in retired_fd instead (see _create_segment). */
+    int fd = u->active_fd;
+    u->sync_fd = fd;
     if (target > u->syncing_lsn) {
         u->syncing_lsn = target;
     }
     pthread_mutex_unlock(&u->lock);
-    int rc = fd >= 0 ? fdatasync(fd) : -1;
+    int rc = fdatasync(fd);
     int saved = errno;
-    if (fd >= 0) {
-        close(fd);
-    }
     pthread_mutex_lock(&u->lock);
+    u->sync_fd = -1;
+    if (u->retired_fd == fd) {
+        close(fd);
+        u->retired_fd = -1;
+    }
     if (rc != 0) {
         /* A failed fsync may have dropped data: never retry blindly. */
         log_error(u->o.log, "ulog: fdatasync failed (%s); refusing writes "
