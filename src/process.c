@@ -556,6 +556,8 @@ _stats_general(struct process_ctx *ctx, struct buf *out)
     ok = ok && reply_stat(out, "kura_db_file_size", "%" PRIu64,
                           store_fsiz(store));
     ok = ok && reply_stat(out, "kura_db_bnum", "%" PRIu64, store_bnum(store));
+    ok = ok && reply_stat(out, "kura_db_over_bnum", "%d",
+                          store_over_bnum(store) ? 1 : 0);
     ok = ok && reply_stat(out, "kura_group_commits", "%" PRIu64, snap.commits);
     ok = ok && reply_stat(out, "kura_early_commits", "%" PRIu64,
                           snap.early_commits);

@@ -315,6 +315,12 @@ store_space_guaranteed(const struct store *s)
     return s->hdb == NULL || !atomic_load(&s->space_unsupported);
 }
 
+bool
+store_over_bnum(struct store *s)
+{
+    return s->hdb != NULL && tchdbrnum(s->hdb) > s->hdb->bnum;
+}
+
 const char *
 store_path(const struct store *s)
 {

@@ -93,6 +93,14 @@ uint64_t store_fsiz(struct store *s);
 uint64_t store_bnum(struct store *s);
 
 /*
+ * True if a hash file holds more records than it has buckets (bnum):
+ * lookups then walk ever longer collision trees, and the file should be
+ * rebuilt with more buckets (kura optimize, etc/tuning.md). Always false
+ * for "*", whose table grows by itself.
+ */
+bool store_over_bnum(struct store *s);
+
+/*
  * Disk-full safety. Tokyo Cabinet writes new records through a shared
  * mapping of the file's first xmsiz bytes: on a full disk such a write
  * would kill the process with SIGBUS, and past the mapping a failed

@@ -4,6 +4,7 @@
 #include "sweeper.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 #include <time.h>
 
@@ -92,6 +93,24 @@ sweeper_slice(struct sweeper *sw, unsigned max_keys)
     return n;
 }
 
+/* Warns once when the database outgrows its bucket array (bnum). */
+static void
+_check_bnum(struct sweeper *sw)
+{
+    struct store *store = sw->eng->store;
+    bool over = store_over_bnum(store);
+    if (over && !sw->bnum_warned) {
+        uint64_t rnum = store_rnum(store);
+        log_warn(sw->log, "database %s holds %" PRIu64 " records, more than "
+                 "its %" PRIu64 " hash buckets: lookups slow down as it "
+                 "grows. Rebuild it with more: stop kurad, run `kura "
+                 "optimize '%s#bnum=%" PRIu64 "'` and start it again (see "
+                 "etc/tuning.md)", store_path(store), rnum, store_bnum(store),
+                 store_path(store), rnum * 2);
+    }
+    sw->bnum_warned = over;
+}
+
 static void *
 _main(void *arg)
 {
@@ -106,6 +125,7 @@ _main(void *arg)
                         "sweeper: cannot persist the flush_all state");
         }
         unsigned n = sweeper_slice(sw, sw->slice_keys);
+        _check_bnum(sw);
         /* After a full pass, rest longer: nothing is due for a while. */
         unsigned pause = n == 0 ? sw->pause_ms * 10 : sw->pause_ms;
         struct timespec until;

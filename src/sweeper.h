@@ -59,6 +59,7 @@ struct sweeper {
     _Atomic uint64_t reclaimed;  /* expired records retired */
     _Atomic uint64_t tombstones_dropped;
     _Atomic uint64_t cycles;  /* complete passes over the database */
+    bool bnum_warned;         /* the bnum warning was logged */
 };
 
 /*

@@ -10,6 +10,22 @@
  * Modes:
  *   default      persistent connections, sets and gets over a key space
  *   --connect    connect, one request, close, per request (seed 001)
+ *   --ack-log    own keys: connection i writes only <prefix>c<i>:<n>, each
+ *                value is the write's sequence number on that connection,
+ *                and every STORED write is logged as "<key> <seq>" so
+ *                `kura verify` can prove none was lost (see verify.c)
+ *
+ * Memory per connection stays small so that 20,000 connections are cheap:
+ * the read buffer starts at 1 KiB and grows only while replies need it
+ * (a reply larger than the buffer, or reads that keep filling it).
+ *
+ * Connections open through one queue, at most MAX_HANDSHAKES at a time.
+ * Opening 20,000 at once would overflow the kernel's queue of half-open
+ * connections; it then drops handshakes, the clients retransmit after 1,
+ * 3, 7 s, and a few hundred requests wait seconds for reasons that have
+ * nothing to do with the server. A connection that fails waits RETRY_NS
+ * before it is tried again, so a bench against a server that is down does
+ * not spin.
  *
  * Used by `kura bench` and by tools/bench-compare.
  */
@@ -26,14 +42,33 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon.h"
 #include "hist.h"
 #include "util.h"
 
-#define RBUF_SIZE 65536
+#define MAX_PIPELINE 64
+#define RBUF_INITIAL 1024
+#define RBUF_STREAMING 65536        /* grow to this while reads fill it */
+#define RBUF_MAX ((size_t)1 << 30)  /* a reply larger than this is garbage */
+#define FD_MARGIN 16                /* stdio, epoll, ack log, lag probe */
+#define KEY_CAP 320
+#define ACK_BUF_SIZE ((size_t)1 << 20)
+#define ACK_LINE_MAX (KEY_CAP + UTIL_U64_DIGITS + 2)
+#define ACK_FLUSH_NS 1000000000ULL  /* a killed bench loses at most 1 s */
+#define RETRY_NS 100000000ULL       /* a failed connect waits this long */
+#define MAX_HANDSHAKES 1024         /* under tcp_max_syn_backlog (2048) */
+
+/* One request in flight. */
+struct bslot {
+    uint64_t sent_ns;       /* when the write carrying it completed */
+    uint64_t seq;           /* own-keys mode: the write's sequence number */
+    bool is_get;
+};
 
 struct bconn {
     int fd;
@@ -42,12 +77,27 @@ struct bconn {
     char *wbuf;
     size_t wlen;
     size_t woff;
-    char rbuf[RBUF_SIZE];
+    size_t wcap;
+    char *rbuf;             /* allocated on first read, grows on demand */
     size_t rlen;
+    size_t rcap;
     int inflight;
-    uint64_t sent_ns[64];   /* send time per in-flight request (FIFO) */
-    bool is_get[64];
+    struct bslot *slots;    /* in-flight requests, a ring of `pipeline` */
     int head;
+    uint64_t last_seq;      /* own-keys mode: last sequence number issued */
+    uint64_t open_ns;       /* queued: open no sooner than this */
+    bool queued;            /* waiting in the open queue */
+};
+
+/* Acknowledged writes, buffered and appended to the ack log. */
+struct acklog {
+    int fd;                 /* -1 when not in own-keys mode */
+    const char *path;
+    char *buf;
+    size_t len;
+    uint64_t flushed_ns;
+    uint64_t lines;
+    bool failed;            /* a write failed: logging stopped */
 };
 
 struct bench {
@@ -63,6 +113,14 @@ struct bench {
     uint64_t rng;
     uint64_t started_ns;
     uint64_t stop_ns;
+    int *open_queue;        /* ring of connection indexes to open */
+    size_t queue_head;
+    size_t queue_len;
+    int handshakes;         /* connections still connecting */
+    struct bslot *slots;    /* every connection's ring, one allocation */
+    bool own_keys;          /* --ack-log mode */
+    size_t value_size;      /* o->value_size, at least 10 in own-keys mode */
+    struct acklog ack;
 };
 
 static uint64_t
@@ -81,6 +139,131 @@ _rand(struct bench *b)
     b->rng ^= b->rng << 25;
     b->rng ^= b->rng >> 27;
     return b->rng * 2685821657736338717ULL;
+}
+
+/* realloc() that gives up on the whole run: a load generator out of memory
+ * has nothing sensible left to measure. */
+static void *
+_xrealloc(void *p, size_t size)
+{
+    void *q = realloc(p, size);
+    if (q == NULL) {
+        fprintf(stderr, "bench: out of memory (%zu bytes)\n", size);
+        exit(1);
+    }
+    return q;
+}
+
+/*
+ * Raises the open file limit, soft to hard (and the hard limit too when
+ * privileged), so that `conns` sockets fit. Returns 0, or -1 after saying
+ * what to do.
+ */
+static int
+_fit_fd_limit(int conns)
+{
+    uint64_t need = (uint64_t)conns + FD_MARGIN;
+    uint64_t want = need;
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY &&
+        (uint64_t)rl.rlim_max > want) {
+        want = (uint64_t)rl.rlim_max;
+    }
+    uint64_t got = daemon_raise_nofile(want);
+    if (got < need) {
+        fprintf(stderr,
+                "bench: %d connections need %" PRIu64 " open files but the "
+                "limit is %" PRIu64 " and its hard limit cannot be raised "
+                "here; raise it first (e.g. `ulimit -n %" PRIu64 "` as root, "
+                "or LimitNOFILE / limits.conf) or use fewer --conns\n",
+                conns, need, got, need);
+        return -1;
+    }
+    return 0;
+}
+
+/* Writes <prefix>c<conn>:<n> to `out` (KEY_CAP bytes); returns its length. */
+static size_t
+_own_key(const struct bench *b, int conn, uint64_t n, char *out)
+{
+    size_t plen = strlen(b->o->prefix);
+    size_t len = plen;
+    memcpy(out, b->o->prefix, plen);
+    out[len++] = 'c';
+    len += util_u64_to_dec((uint64_t)conn, out + len);
+    out[len++] = ':';
+    len += util_u64_to_dec(n, out + len);
+    return len;
+}
+
+/* Digits in the decimal form of `v`. */
+static size_t
+_dec_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+/* Writes `seq` zero-padded to `width` bytes (at least its digit count). */
+static void
+_put_seq(char *p, size_t width, uint64_t seq)
+{
+    char digits[UTIL_U64_DIGITS];
+    size_t nd = util_u64_to_dec(seq, digits);
+    memset(p, '0', width - nd);
+    memcpy(p + width - nd, digits, nd);
+}
+
+static void
+_ack_flush(struct bench *b, uint64_t now)
+{
+    struct acklog *a = &b->ack;
+    size_t off = 0;
+
+    while (off < a->len && !a->failed) {
+        ssize_t n = write(a->fd, a->buf + off, a->len - off);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            /* The log stays a true (if shorter) list of acknowledged
+             * writes; verify would just check fewer of them. */
+            fprintf(stderr, "bench: cannot write the ack log %s: %s; "
+                            "logging stopped\n", a->path, strerror(errno));
+            a->failed = true;
+            b->errors++;
+            break;
+        }
+        off += (size_t)n;
+    }
+    a->len = 0;
+    a->flushed_ns = now;
+}
+
+/* Logs that connection `conn`'s write number `seq` was acknowledged. */
+static void
+_ack_append(struct bench *b, int conn, uint64_t seq, uint64_t now)
+{
+    struct acklog *a = &b->ack;
+
+    if (a->failed) {
+        return;
+    }
+    if (a->len + ACK_LINE_MAX > ACK_BUF_SIZE) {
+        _ack_flush(b, now);
+    }
+    char *p = a->buf + a->len;
+    size_t n = _own_key(b, conn, (seq - 1) % b->o->own_keys, p);
+    p[n++] = ' ';
+    n += util_u64_to_dec(seq, p + n);
+    p[n++] = '\n';
+    a->len += n;
+    a->lines++;
 }
 
 static int
@@ -107,35 +290,62 @@ static void
 _queue_request(struct bench *b, struct bconn *c)
 {
     const struct bench_opts *o = b->o;
-    char key[64];
-    uint64_t id;
+    char key[KEY_CAP];
+    size_t klen;
+    uint64_t seq = 0;
     bool get = o->read_pct > 0 && (int)(_rand(b) % 100) < o->read_pct;
 
-    id = _rand(b) % o->keyspace;
-    snprintf(key, sizeof(key), "%s%" PRIu64, o->prefix, id);
-    size_t need = strlen(key) + o->value_size + 64;
-    c->wbuf = realloc(c->wbuf, c->wlen + need);
+    if (b->own_keys) {
+        if (get) {
+            /* Read one of the keys this connection has written so far. */
+            uint64_t span = c->last_seq < o->own_keys ? c->last_seq
+                                                      : o->own_keys;
+            klen = _own_key(b, c->idx, _rand(b) % (span > 0 ? span : 1),
+                            key);
+        } else {
+            seq = ++c->last_seq;
+            klen = _own_key(b, c->idx, (seq - 1) % o->own_keys, key);
+        }
+    } else {
+        uint64_t id = _rand(b) % o->keyspace;
+        klen = (size_t)snprintf(key, sizeof(key), "%s%" PRIu64, o->prefix,
+                                id);
+    }
+    /* A sequence number wider than the value widens just that value. */
+    size_t vsize = b->value_size;
+    if (seq != 0 && _dec_len(seq) > vsize) {
+        vsize = _dec_len(seq);
+    }
+    size_t need = klen + vsize + 64;
+    if (c->wlen + need > c->wcap) {
+        c->wcap = c->wcap * 2 > c->wlen + need ? c->wcap * 2
+                                               : c->wlen + need;
+        c->wbuf = _xrealloc(c->wbuf, c->wcap);
+    }
     char *p = c->wbuf + c->wlen;
     int n;
     if (get) {
-        n = sprintf(p, "get %s\r\n", key);
+        n = sprintf(p, "get %.*s\r\n", (int)klen, key);
     } else {
-        n = sprintf(p, "set %s 0 0 %zu\r\n", key, o->value_size);
+        n = sprintf(p, "set %.*s 0 0 %zu\r\n", (int)klen, key, vsize);
         p += n;
-        if (o->value_size == 10) {
+        if (b->own_keys) {
+            _put_seq(p, vsize, seq);
+        } else if (vsize == 10) {
             /* A last-login timestamp, as in seed 002. */
             snprintf(p, 11, "%010" PRIu64, (uint64_t)time(NULL));
         } else {
-            memset(p, 'x', o->value_size);
+            memset(p, 'x', vsize);
         }
-        p += o->value_size;
+        p += vsize;
         memcpy(p, "\r\n", 2);
-        n += (int)o->value_size + 2;
+        n += (int)vsize + 2;
     }
     c->wlen += (size_t)n;
-    int slot = (c->head + c->inflight) % 64;
-    c->is_get[slot] = get;
-    c->sent_ns[slot] = 0;
+    struct bslot *slot = &c->slots[(c->head + c->inflight) % o->pipeline];
+    slot->is_get = get;
+    slot->seq = seq;
+    slot->sent_ns = 0;
     c->inflight++;
 }
 
@@ -149,10 +359,73 @@ _close_conn(struct bench *b, struct bconn *c)
         close(c->fd);
         c->fd = -1;
     }
+    if (c->connecting) {
+        c->connecting = false;
+        b->handshakes--;
+    }
     c->rlen = 0;
     c->wlen = c->woff = 0;
     c->inflight = 0;
     c->head = 0;
+}
+
+static bool
+_run_over(const struct bench *b, uint64_t now)
+{
+    return now >= b->stop_ns || (b->o->ops != 0 && b->ops >= b->o->ops);
+}
+
+/* Queues `c` to be opened at `when` (a connection is queued only once). */
+static void
+_queue_open(struct bench *b, struct bconn *c, uint64_t when)
+{
+    if (!c->queued) {
+        size_t tail = (b->queue_head + b->queue_len) % (size_t)b->o->conns;
+        b->open_queue[tail] = c->idx;
+        b->queue_len++;
+        c->queued = true;
+    }
+    c->open_ns = when;
+}
+
+/*
+ * Opens queued connections that are due, while fewer than MAX_HANDSHAKES
+ * are still connecting. Retries are due RETRY_NS after their
+ * failure, so the queue is close to time order; an entry behind a later
+ * one waits at most RETRY_NS longer than it asked.
+ */
+static void
+_open_due(struct bench *b, uint64_t now)
+{
+    while (b->queue_len > 0 && b->handshakes < MAX_HANDSHAKES) {
+        struct bconn *c = &b->conns[b->open_queue[b->queue_head]];
+        if (c->open_ns > now) {
+            break;
+        }
+        b->queue_head = (b->queue_head + 1) % (size_t)b->o->conns;
+        b->queue_len--;
+        c->queued = false;
+        if (_run_over(b, now)) {
+            continue;
+        }
+        if (_open_conn(b, c) != 0) {
+            b->errors++;
+            _queue_open(b, c, now + RETRY_NS);
+        }
+    }
+}
+
+/*
+ * Replaces a closed connection, unless the run is over; after a failure
+ * to connect (`backoff`) only RETRY_NS later.
+ */
+static void
+_reopen(struct bench *b, struct bconn *c, uint64_t now, bool backoff)
+{
+    if (!_run_over(b, now)) {
+        _queue_open(b, c, backoff ? now + RETRY_NS : now);
+        _open_due(b, now);
+    }
 }
 
 static void
@@ -182,6 +455,7 @@ _open_conn(struct bench *b, struct bconn *c)
     struct epoll_event ev = {.events = EPOLLOUT | EPOLLIN, .data.ptr = c};
     epoll_ctl(b->ep, EPOLL_CTL_ADD, c->fd, &ev);
     b->connects++;
+    b->handshakes++;
     _fill(b, c);
     return 0;
 }
@@ -204,7 +478,8 @@ _parse_replies(struct bench *b, struct bconn *c, uint64_t now)
             break;
         }
         size_t line = (size_t)(nl - start) + 1;
-        bool get = c->is_get[c->head];
+        struct bslot *slot = &c->slots[c->head];
+        bool get = slot->is_get;
         size_t total = line;
         bool error = false;
         if (get) {
@@ -226,11 +501,13 @@ _parse_replies(struct bench *b, struct bconn *c, uint64_t now)
         if (error) {
             b->errors++;
             fprintf(stderr, "bench: unexpected reply: %.*s", (int)line, start);
+        } else if (!get && b->own_keys) {
+            _ack_append(b, c->idx, slot->seq, now);
         }
-        if (c->sent_ns[c->head] != 0) {
-            hist_add(&b->hist, (now - c->sent_ns[c->head]) / 1000);
+        if (slot->sent_ns != 0) {
+            hist_add(&b->hist, (now - slot->sent_ns) / 1000);
         }
-        c->head = (c->head + 1) % 64;
+        c->head = (c->head + 1) % b->o->pipeline;
         c->inflight--;
         off += total;
         done++;
@@ -244,7 +521,11 @@ _parse_replies(struct bench *b, struct bconn *c, uint64_t now)
 static void
 _on_writable(struct bench *b, struct bconn *c, uint64_t now)
 {
-    c->connecting = false;
+    bool was_connecting = c->connecting;
+    if (was_connecting) {
+        c->connecting = false;
+        b->handshakes--;
+    }
     while (c->woff < c->wlen) {
         ssize_t n = send(c->fd, c->wbuf + c->woff, c->wlen - c->woff,
                          MSG_NOSIGNAL);
@@ -254,15 +535,16 @@ _on_writable(struct bench *b, struct bconn *c, uint64_t now)
             }
             b->errors++;
             _close_conn(b, c);
+            _reopen(b, c, now, was_connecting);
             return;
         }
         c->woff += (size_t)n;
     }
     /* Everything queued is on the wire: stamp the requests it carried. */
     for (int i = 0; i < c->inflight; i++) {
-        int slot = (c->head + i) % 64;
-        if (c->sent_ns[slot] == 0) {
-            c->sent_ns[slot] = now;
+        struct bslot *slot = &c->slots[(c->head + i) % b->o->pipeline];
+        if (slot->sent_ns == 0) {
+            slot->sent_ns = now;
         }
     }
     c->wlen = c->woff = 0;
@@ -270,36 +552,68 @@ _on_writable(struct bench *b, struct bconn *c, uint64_t now)
     epoll_ctl(b->ep, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
+/*
+ * Makes room in `c`'s read buffer: allocates it on first use, and doubles
+ * it when full (an incomplete reply fills it) or when `streaming` (the last
+ * read filled it, so a larger buffer saves system calls). Returns false if
+ * a reply would need more than RBUF_MAX.
+ */
+static bool
+_grow_rbuf(struct bconn *c, bool streaming)
+{
+    size_t cap = c->rcap;
+    if (cap == 0) {
+        cap = RBUF_INITIAL;
+    } else if (c->rlen == c->rcap ||
+               (streaming && c->rcap < RBUF_STREAMING)) {
+        cap *= 2;
+    }
+    if (cap > RBUF_MAX) {
+        return false;
+    }
+    if (cap != c->rcap) {
+        c->rbuf = _xrealloc(c->rbuf, cap);
+        c->rcap = cap;
+    }
+    return true;
+}
+
 static void
 _on_readable(struct bench *b, struct bconn *c, uint64_t now)
 {
-    ssize_t n = recv(c->fd, c->rbuf + c->rlen, RBUF_SIZE - c->rlen, 0);
+    if (!_grow_rbuf(c, false)) {
+        fprintf(stderr, "bench: a reply larger than %zu bytes\n", RBUF_MAX);
+        b->errors++;
+        _close_conn(b, c);
+        return;
+    }
+    ssize_t n = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
     if (n <= 0) {
         if (n < 0 && errno == EAGAIN) {
             return;
         }
+        bool never_connected = c->connecting;
         b->errors++;
         _close_conn(b, c);
-        if (now < b->stop_ns) {
-            _open_conn(b, c);
-        }
+        _reopen(b, c, now, never_connected);
         return;
     }
     c->rlen += (size_t)n;
+    bool filled = c->rlen == c->rcap;
     int done = _parse_replies(b, c, now);
+    if (filled) {
+        _grow_rbuf(c, true);
+    }
+
     if (done == 0 || c->inflight > 0) {
         return;
     }
     if (b->o->connect_per_request) {
         _close_conn(b, c);
-        if (now < b->stop_ns && (b->o->ops == 0 || b->ops < b->o->ops)) {
-            if (_open_conn(b, c) != 0) {
-                b->errors++;
-            }
-        }
+        _reopen(b, c, now, false);
         return;
     }
-    if (now >= b->stop_ns || (b->o->ops != 0 && b->ops >= b->o->ops)) {
+    if (_run_over(b, now)) {
         return;
     }
     _fill(b, c);
@@ -320,24 +634,65 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
     memset(r, 0, sizeof(*r));
     b.o = o;
     b.rng = 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
-    b.ep = epoll_create1(0);
-    if (b.ep < 0 || _resolve(&b) != 0) {
-        fprintf(stderr, "bench: cannot resolve %s:%d\n", o->host, o->port);
+    b.ack.fd = -1;
+    b.value_size = o->value_size;
+    if (o->pipeline > MAX_PIPELINE || _fit_fd_limit(o->conns) != 0) {
         return -1;
     }
+    b.ep = epoll_create1(EPOLL_CLOEXEC);
+    if (b.ep < 0 || _resolve(&b) != 0) {
+        fprintf(stderr, "bench: cannot resolve %s:%d\n", o->host, o->port);
+        if (b.ep >= 0) {
+            close(b.ep);
+        }
+        return -1;
+    }
+    if (o->ack_log != NULL) {
+        b.own_keys = true;
+        if (b.value_size < 10) {
+            b.value_size = 10;
+        }
+        if (o->own_keys == 0 || strlen(o->prefix) + 2 * UTIL_U64_DIGITS + 2 >
+                                    KEY_CAP - 1) {
+            fprintf(stderr, "bench: own keys need --own-keys >= 1 and a "
+                            "shorter --prefix\n");
+            close(b.ep);
+            return -1;
+        }
+        b.ack.path = o->ack_log;
+        b.ack.fd = open(o->ack_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                        0644);
+        if (b.ack.fd < 0) {
+            fprintf(stderr, "bench: cannot create the ack log %s: %s\n",
+                    o->ack_log, strerror(errno));
+            close(b.ep);
+            return -1;
+        }
+        b.ack.buf = _xrealloc(NULL, ACK_BUF_SIZE);
+    }
     b.conns = calloc((size_t)o->conns, sizeof(*b.conns));
+    b.open_queue = calloc((size_t)o->conns, sizeof(*b.open_queue));
+    b.slots = calloc((size_t)o->conns * (size_t)o->pipeline,
+                     sizeof(*b.slots));
+    if (b.conns == NULL || b.open_queue == NULL || b.slots == NULL) {
+        fprintf(stderr, "bench: out of memory for %d connections\n",
+                o->conns);
+        exit(1);
+    }
     b.started_ns = _now_ns();
+    b.ack.flushed_ns = b.started_ns;
     b.stop_ns = o->duration_s > 0
                     ? b.started_ns + (uint64_t)(o->duration_s * 1e9)
                     : UINT64_MAX;
     for (int i = 0; i < o->conns; i++) {
         b.conns[i].idx = i;
         b.conns[i].fd = -1;
-        if (_open_conn(&b, &b.conns[i]) != 0) {
-            b.errors++;
-        }
+        b.conns[i].slots = &b.slots[(size_t)i * (size_t)o->pipeline];
+        _queue_open(&b, &b.conns[i], b.started_ns);
     }
+    _open_due(&b, b.started_ns);
     int live = o->conns;
+    uint64_t finished_ns = 0;
     while (live > 0) {
         int n = epoll_wait(b.ep, events, 256, 100);
         uint64_t now = _now_ns();
@@ -347,13 +702,12 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
                 continue;
             }
             if (events[i].events & (EPOLLERR | EPOLLHUP)) {
+                bool never_connected = c->connecting;
                 if (c->inflight > 0 || c->connecting) {
                     b.errors++;
                 }
                 _close_conn(&b, c);
-                if (now < b.stop_ns) {
-                    _open_conn(&b, c);
-                }
+                _reopen(&b, c, now, never_connected);
                 continue;
             }
             if (events[i].events & EPOLLOUT) {
@@ -363,15 +717,22 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
                 _on_readable(&b, c, now);
             }
         }
+        _open_due(&b, now);
+        if (b.ack.fd >= 0 && now - b.ack.flushed_ns >= ACK_FLUSH_NS) {
+            _ack_flush(&b, now);
+        }
         bool finished = now >= b.stop_ns || (o->ops != 0 && b.ops >= o->ops);
         if (finished) {
+            if (finished_ns == 0) {
+                finished_ns = now;
+            }
             live = 0;
             for (int i = 0; i < o->conns; i++) {
                 if (b.conns[i].fd >= 0 && b.conns[i].inflight > 0) {
                     live++;
                 }
             }
-            if (now >= b.stop_ns + 2000000000ULL) {
+            if (now >= finished_ns + 2000000000ULL) {
                 break; /* replies overdue by 2 s: count them as errors */
             }
         }
@@ -381,9 +742,23 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
         b.errors += (uint64_t)(b.conns[i].fd >= 0 ? b.conns[i].inflight : 0);
         _close_conn(&b, &b.conns[i]);
         free(b.conns[i].wbuf);
+        free(b.conns[i].rbuf);
     }
     free(b.conns);
+    free(b.open_queue);
+    free(b.slots);
     close(b.ep);
+    if (b.ack.fd >= 0) {
+        _ack_flush(&b, _now_ns());
+        if (close(b.ack.fd) != 0 && !b.ack.failed) {
+            fprintf(stderr, "bench: cannot write the ack log %s: %s\n",
+                    b.ack.path, strerror(errno));
+            b.ack.failed = true;
+            b.errors++;
+        }
+        free(b.ack.buf);
+        r->acked = b.ack.lines;
+    }
     r->ops = b.ops;
     r->errors = b.errors;
     r->seconds = (double)elapsed / 1e9;

@@ -1,5 +1,9 @@
 /*
  * bench: closed-loop memcached-protocol load generator (see bench.c).
+ *
+ * With `ack_log` set it runs in own-keys mode: every connection writes
+ * only its own keys and every acknowledged write is logged, so that
+ * `kura verify` can later prove that no acknowledged write was lost.
  */
 #ifndef KURA_BENCH_H
 #define KURA_BENCH_H
@@ -20,6 +24,13 @@ struct bench_opts {
     double duration_s;     /* stop after this long (0 = use ops) */
     uint64_t ops;          /* stop after this many (0 = use duration) */
     bool connect_per_request;
+    /* Own-keys mode (NULL = off): keys are <prefix>c<conn>:<n>, n cycling
+     * over `own_keys` per connection; each value is the write's sequence
+     * number on its connection, zero-padded to value_size (at least 10
+     * digits). Every write answered STORED is appended to this file as
+     * "<key> <seq>\n". The file is truncated first. */
+    const char *ack_log;
+    uint64_t own_keys;     /* keys per connection in own-keys mode */
 };
 
 struct bench_result {
@@ -32,9 +43,17 @@ struct bench_result {
     uint64_t p99_us;
     uint64_t p999_us;
     uint64_t max_us;
+    uint64_t acked;        /* own-keys mode: writes logged as acknowledged */
 };
 
-/* Runs the load described by `o`. Returns 0, or -1 if it could not start. */
+/*
+ * Runs the load described by `o` and fills `r`. First raises the open
+ * file limit to fit `o->conns`. Returns 0, or -1 (with a message on
+ * standard error) if it could not start: unresolvable host, descriptor
+ * limit too low, or an ack log that cannot be created. Errors during the
+ * run (unexpected replies, dropped connections, failed ack-log writes)
+ * are counted in r->errors instead.
+ */
 int bench_run(const struct bench_opts *o, struct bench_result *r);
 
 #endif

@@ -3,9 +3,16 @@
  *
  *   kura bench [options]     closed-loop load against a memcached-protocol
  *                            server; prints ops/s and latency percentiles
+ *   kura verify --ack-log FILE --port P ...
+ *                            prove no write acknowledged to a bench was lost
+ *   kura stallwatch [options]
+ *                            single-connection inserts, reporting freezes
+ *   kura load FILE | --generate N --out FILE
+ *                            bulk-load a TSV file, or make one to load
  *   kura ulog dump|verify|replay ...
  *                            read, check or replay an update log
  *   kura check DBNAME        structural check of a database file
+ *   kura optimize DBNAME     rebuild a stopped database with new tuning
  *
  * Each subcommand lives in its own file; this file only dispatches.
  */
@@ -21,7 +28,12 @@
 #include "dbcheck.h"
 #include "dbspec.h"
 #include "lagprobe.h"
+#include "load.h"
+#include "optimize.h"
+#include "stallwatch.h"
 #include "ulog_cmd.h"
+#include "util.h"
+#include "verify.h"
 
 static void
 _usage(FILE *out)
@@ -30,19 +42,34 @@ _usage(FILE *out)
             "usage: kura <command> [options]\n"
             "\n"
             "commands:\n"
-            "  bench     load a server and report throughput and latency\n"
-            "  ulog      dump, verify or replay an update log\n"
-            "  check     check a database file's structure\n"
-            "  version   print the version\n"
+            "  bench       load a server and report throughput and latency\n"
+            "  verify      check servers hold every write a bench had "
+            "acknowledged\n"
+            "  stallwatch  insert one at a time and report any freeze\n"
+            "  load        bulk-load a key<TAB>value file, or generate one\n"
+            "  ulog        dump, verify or replay an update log\n"
+            "  check       check a database file's structure\n"
+            "  optimize    rebuild a stopped database, e.g. with a larger "
+            "bnum\n"
+            "  version     print the version\n"
             "\n"
             "kura bench [--host H] [--port P] [--conns N] [--pipeline D]\n"
             "           [--keyspace K] [--prefix S] [--reads PCT]\n"
             "           [--value-size B] [--duration SEC | --ops N]\n"
             "           [--connect] [--json] [--lag-to PORT]\n"
+            "           [--ack-log FILE [--own-keys K]]\n"
+            "kura verify --ack-log FILE [--host H] --port P [--port P2 ...]\n"
+            "kura stallwatch [--host H] [--port P] [--count N] "
+            "[--value-size B]\n"
+            "                [--threshold-ms T] [--json]\n"
+            "kura load FILE [--host H] [--port P] [--conns N] [--window W]\n"
+            "               [--exptime S]\n"
+            "kura load --generate N --out FILE [--start-time T]\n"
             "kura ulog dump DIR [--after LSN]\n"
             "kura ulog verify DIR\n"
             "kura ulog replay DIR DBNAME [--after LSN]\n"
-            "kura check DBNAME\n");
+            "kura check DBNAME\n"
+            "kura optimize DBNAME[#bnum=N#apow=N#fpow=N#opts=...]\n");
 }
 
 static int
@@ -62,6 +89,8 @@ _cmd_bench(int argc, char **argv)
         {"connect", no_argument, NULL, 'C'},
         {"json", no_argument, NULL, 'j'},
         {"lag-to", required_argument, NULL, 'L'},
+        {"ack-log", required_argument, NULL, 'A'},
+        {"own-keys", required_argument, NULL, 'K'},
         {NULL, 0, NULL, 0},
     };
     struct bench_opts o = {
@@ -74,6 +103,7 @@ _cmd_bench(int argc, char **argv)
         .read_pct = 0,
         .value_size = 10,
         .duration_s = 10,
+        .own_keys = 1000,
     };
     bool json = false;
     int lag_port = 0;
@@ -95,10 +125,19 @@ _cmd_bench(int argc, char **argv)
         case 'C': o.connect_per_request = true; break;
         case 'j': json = true; break;
         case 'L': lag_port = atoi(optarg); break;
+        case 'A': o.ack_log = optarg; break;
+        case 'K':
+            if (!util_parse_uint(optarg, strlen(optarg), UINT32_MAX,
+                                 &o.own_keys) || o.own_keys == 0) {
+                fprintf(stderr, "kura bench: --own-keys wants a count >= 1\n");
+                return 2;
+            }
+            break;
         default: _usage(stderr); return 2;
         }
     }
-    if (o.conns < 1 || o.pipeline < 1 || o.pipeline > 64 || o.keyspace < 1 ||
+    if (o.conns < 1 || o.conns > 1000000 || o.pipeline < 1 ||
+        o.pipeline > 64 || o.keyspace < 1 || strlen(o.prefix) > 200 ||
         o.read_pct < 0 || o.read_pct > 100 ||
         (o.duration_s <= 0 && o.ops == 0)) {
         fprintf(stderr, "kura bench: invalid options\n");
@@ -132,10 +171,14 @@ _cmd_bench(int argc, char **argv)
                ", \"max_us\": %" PRIu64 ", \"connects\": %" PRIu64
                ", \"lag_samples\": %" PRIu64 ", \"lag_p50_us\": %" PRIu64
                ", \"lag_p99_us\": %" PRIu64 ", \"lag_max_us\": %" PRIu64
-               ", \"lag_timeouts\": %" PRIu64 "}\n",
+               ", \"lag_timeouts\": %" PRIu64,
                r.ops, r.errors, r.seconds, r.ops_per_s, r.p50_us, r.p99_us,
                r.p999_us, r.max_us, r.connects, lag.samples, lag.p50_us,
                lag.p99_us, lag.max_us, lag.timeouts);
+        if (o.ack_log != NULL) {
+            printf(", \"acked\": %" PRIu64, r.acked);
+        }
+        printf("}\n");
     } else {
         printf("ops %" PRIu64 " in %.2fs: %.0f ops/s  p50 %" PRIu64
                "us  p99 %" PRIu64 "us  p999 %" PRIu64 "us  max %" PRIu64
@@ -148,6 +191,10 @@ _cmd_bench(int argc, char **argv)
                    PRIu64 "\n",
                    lag.samples, lag.p50_us, lag.p99_us, lag.max_us,
                    lag.timeouts);
+        }
+        if (o.ack_log != NULL) {
+            printf("acknowledged writes logged: %" PRIu64 " in %s\n",
+                   r.acked, o.ack_log);
         }
     }
     return r.errors == 0 ? 0 : 1;
@@ -203,11 +250,23 @@ main(int argc, char **argv)
     if (strcmp(argv[1], "bench") == 0) {
         return _cmd_bench(argc - 1, argv + 1);
     }
+    if (strcmp(argv[1], "verify") == 0) {
+        return verify_cmd(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "stallwatch") == 0) {
+        return stallwatch_cmd(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "load") == 0) {
+        return load_cmd(argc - 1, argv + 1);
+    }
     if (strcmp(argv[1], "ulog") == 0) {
         return ulog_cmd(argc - 1, argv + 1);
     }
     if (strcmp(argv[1], "check") == 0) {
         return _cmd_check(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "optimize") == 0) {
+        return optimize_cmd(argc - 1, argv + 1);
     }
     if (strcmp(argv[1], "version") == 0) {
         printf("kura %s\n", PACKAGE_VERSION);

@@ -305,6 +305,55 @@ START_TEST(test_mask)
 }
 END_TEST
 
+static void
+_start_few_buckets(void)
+{
+    kura_init(&k, NULL);
+    static char db[600];
+    snprintf(db, sizeof(db), "%s#bnum=50", k.db);
+    k.args[k.nargs++] = db;
+    k.own_db = false;
+    ck_assert_int_eq(kura_launch(&k), 0);
+}
+
+struct log_wait {
+    const char *path;
+    const char *text;
+};
+
+static bool
+_log_has(void *arg)
+{
+    struct log_wait *w = arg;
+    static char buf[1 << 16];
+    FILE *f = fopen(w->path, "r");
+    if (f == NULL) {
+        return false;
+    }
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, w->text) != NULL;
+}
+
+START_TEST(test_bnum_outgrown_warns)
+{
+    int fd = kc_connect(k.port);
+    char req[64];
+    ck_assert_int_eq(kc_stat(fd, "kura_db_over_bnum"), 0);
+    for (int i = 0; i < 200; i++) {
+        snprintf(req, sizeof(req), "set k%d 0 0 1\r\nv\r\n", i);
+        ck_assert(kc_check(fd, req, "STORED\r\n"));
+    }
+    ck_assert_int_eq(kc_stat(fd, "kura_db_over_bnum"), 1);
+    close(fd);
+    struct log_wait w = {k.log, "hash buckets: lookups slow down"};
+    ck_assert(harness_wait_for(_log_has, &w, 5000));
+    w.text = "kura optimize";
+    ck_assert(_log_has(&w));
+}
+END_TEST
+
 static Suite *
 protocol_suite(void)
 {
@@ -332,6 +381,10 @@ protocol_suite(void)
     tc = tcase_create("mask");
     tcase_add_checked_fixture(tc, _start_masked, _cleanup);
     tcase_add_test(tc, test_mask);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("tuning");
+    tcase_add_checked_fixture(tc, _start_few_buckets, _cleanup);
+    tcase_add_test(tc, test_bnum_outgrown_warns);
     suite_add_tcase(s, tc);
     return s;
 }
