@@ -180,8 +180,10 @@ listener_open(struct listener *l, struct event_base *base, const char *host,
         return -1;
     }
     l->resume_ev = evtimer_new(base, _on_resume, l);
+    /* Backlog 0: the socket already listens with ours; -1 would make
+     * libevent listen again with 128. */
     l->evl = evconnlistener_new(base, _on_accept, l, LEV_OPT_CLOSE_ON_FREE,
-                                -1, fd);
+                                0, fd);
     if (l->evl == NULL || l->resume_ev == NULL) {
         snprintf(err, errlen, "cannot set up the listener");
         close(fd);

@@ -2,7 +2,7 @@
  * listener: accepts client connections and hands them to workers.
  *
  * Runs on the main thread's event loop. It binds -host/-port (or a unix
- * socket with -port 0) with a backlog of at least 4096, accepts, sets
+ * socket with -port 0) with a backlog of LISTENER_BACKLOG, accepts, sets
  * TCP_NODELAY (replies are already batched per pass, so Nagle would only
  * add latency) and deals connections round-robin to the workers.
  *
@@ -25,7 +25,14 @@
 #include "log.h"
 #include "worker.h"
 
-#define LISTENER_BACKLOG 4096
+/*
+ * The kernel caps the backlog at net.core.somaxconn (4096 by default on
+ * current kernels), so asking for more costs nothing and lets an operator
+ * who raises somaxconn get a deeper accept queue without a rebuild: when
+ * thousands of clients connect at once, the queue overflows long before
+ * the listener falls behind for good (see etc/tuning.md).
+ */
+#define LISTENER_BACKLOG 65535
 
 struct listener {
     struct event_base *base;

@@ -4,6 +4,9 @@
  * connection handling, expiry and flush_all timing.
  */
 #include <check.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -275,6 +278,64 @@ START_TEST(test_connection_limit)
 }
 END_TEST
 
+/*
+ * The backlog the kernel holds for the TCP socket listening on 127.0.0.1
+ * `port` (inet_diag reports it in idiag_wqueue for a listener), or -1.
+ */
+static long
+_listen_backlog(int port)
+{
+    int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (nl < 0) {
+        return -1;
+    }
+    struct {
+        struct nlmsghdr nlh;
+        struct inet_diag_req_v2 req;
+    } msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.nlh.nlmsg_len = sizeof(msg);
+    msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    msg.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    msg.req.sdiag_family = AF_INET;
+    msg.req.sdiag_protocol = IPPROTO_TCP;
+    msg.req.idiag_states = 1u << 10; /* TCP_LISTEN */
+    long backlog = -1;
+    if (send(nl, &msg, sizeof(msg), 0) == (ssize_t)sizeof(msg)) {
+        static char buf[65536];
+        bool done = false;
+        while (!done) {
+            ssize_t n = recv(nl, buf, sizeof(buf), 0);
+            if (n <= 0) {
+                break;
+            }
+            for (struct nlmsghdr *h = (struct nlmsghdr *)buf;
+                 NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+                if (h->nlmsg_type == NLMSG_DONE ||
+                    h->nlmsg_type == NLMSG_ERROR) {
+                    done = true;
+                    break;
+                }
+                const struct inet_diag_msg *m = NLMSG_DATA(h);
+                if (ntohs(m->id.idiag_sport) == port) {
+                    backlog = (long)m->idiag_wqueue;
+                }
+            }
+        }
+    }
+    close(nl);
+    return backlog;
+}
+
+/* The backlog asked for reaches the kernel: libevent must not re-listen
+ * with its own default of 128. */
+START_TEST(test_listen_backlog)
+{
+    long backlog = _listen_backlog(k.port);
+    ck_assert_int_ge(backlog, 4096);
+}
+END_TEST
+
 START_TEST(test_idle_timeout)
 {
     int idle = kc_connect(k.port);
@@ -370,6 +431,7 @@ protocol_suite(void)
     tcase_add_test(tc, test_sweeper_reclaims_unread_items);
     tcase_add_test(tc, test_flush_all_delayed);
     tcase_add_test(tc, test_stats_connections);
+    tcase_add_test(tc, test_listen_backlog);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     tc = tcase_create("limits");
