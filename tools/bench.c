@@ -9,7 +9,10 @@
  *
  * Modes:
  *   default      persistent connections, sets and gets over a key space
- *   --connect    connect, one request, close, per request (seed 001)
+ *   --connect    connect, one request, close, per request (seed 001);
+ *                with --quit the client sends "quit" and waits for the
+ *                server to close, as memcached clients do on shutdown, so
+ *                the TIME_WAIT socket stays on the server's side
  *   --ack-log    own keys: connection i writes only <prefix>c<i>:<n>, each
  *                value is the write's sequence number on that connection,
  *                and every STORED write is logged as "<key> <seq>" so
@@ -87,6 +90,7 @@ struct bconn {
     uint64_t last_seq;      /* own-keys mode: last sequence number issued */
     uint64_t open_ns;       /* queued: open no sooner than this */
     bool queued;            /* waiting in the open queue */
+    bool quitting;          /* sent "quit": waiting for the server's close */
 };
 
 /* Acknowledged writes, buffered and appended to the ack log. */
@@ -367,6 +371,7 @@ _close_conn(struct bench *b, struct bconn *c)
     c->wlen = c->woff = 0;
     c->inflight = 0;
     c->head = 0;
+    c->quitting = false;
 }
 
 static bool
@@ -588,6 +593,11 @@ _on_readable(struct bench *b, struct bconn *c, uint64_t now)
         return;
     }
     ssize_t n = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
+    if (n == 0 && c->quitting) {
+        _close_conn(b, c);
+        _reopen(b, c, now, false);
+        return;
+    }
     if (n <= 0) {
         if (n < 0 && errno == EAGAIN) {
             return;
@@ -607,6 +617,14 @@ _on_readable(struct bench *b, struct bconn *c, uint64_t now)
 
     if (done == 0 || c->inflight > 0) {
         return;
+    }
+    if (b->o->connect_per_request && b->o->quit) {
+        /* Six bytes always fit an idle socket's send buffer. */
+        if (send(c->fd, "quit\r\n", 6, MSG_NOSIGNAL) == 6) {
+            c->quitting = true;
+            return;
+        }
+        b->errors++;
     }
     if (b->o->connect_per_request) {
         _close_conn(b, c);

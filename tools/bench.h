@@ -24,6 +24,7 @@ struct bench_opts {
     double duration_s;     /* stop after this long (0 = use ops) */
     uint64_t ops;          /* stop after this many (0 = use duration) */
     bool connect_per_request;
+    bool quit;             /* connect mode: end with "quit", server closes */
     /* Own-keys mode (NULL = off): keys are <prefix>c<conn>:<n>, n cycling
      * over `own_keys` per connection; each value is the write's sequence
      * number on its connection, zero-padded to value_size (at least 10

@@ -56,7 +56,7 @@ _usage(FILE *out)
             "kura bench [--host H] [--port P] [--conns N] [--pipeline D]\n"
             "           [--keyspace K] [--prefix S] [--reads PCT]\n"
             "           [--value-size B] [--duration SEC | --ops N]\n"
-            "           [--connect] [--json] [--lag-to PORT]\n"
+            "           [--connect [--quit]] [--json] [--lag-to PORT]\n"
             "           [--ack-log FILE [--own-keys K]]\n"
             "kura verify --ack-log FILE [--host H] --port P [--port P2 ...]\n"
             "kura stallwatch [--host H] [--port P] [--count N] "
@@ -87,6 +87,7 @@ _cmd_bench(int argc, char **argv)
         {"duration", required_argument, NULL, 't'},
         {"ops", required_argument, NULL, 'n'},
         {"connect", no_argument, NULL, 'C'},
+        {"quit", no_argument, NULL, 'Q'},
         {"json", no_argument, NULL, 'j'},
         {"lag-to", required_argument, NULL, 'L'},
         {"ack-log", required_argument, NULL, 'A'},
@@ -123,6 +124,7 @@ _cmd_bench(int argc, char **argv)
         case 't': o.duration_s = atof(optarg); o.ops = 0; break;
         case 'n': o.ops = strtoull(optarg, NULL, 10); o.duration_s = 0; break;
         case 'C': o.connect_per_request = true; break;
+        case 'Q': o.quit = true; break;
         case 'j': json = true; break;
         case 'L': lag_port = atoi(optarg); break;
         case 'A': o.ack_log = optarg; break;
