@@ -11,22 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int
-_write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return -1;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
+#include "util.h"
 
 int
 atomicfile_sync_dir(const char *path)
@@ -61,7 +46,7 @@ atomicfile_write(const char *path, const void *data, size_t len)
     if (fd < 0) {
         return -1;
     }
-    if (_write_all(fd, data, len) != 0 || fsync(fd) != 0) {
+    if (util_write_all(fd, data, len) != 0 || fsync(fd) != 0) {
         int saved = errno;
         close(fd);
         unlink(tmp);

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 bool
 util_parse_uint(const char *s, size_t len, uint64_t max, uint64_t *out)
@@ -147,6 +148,24 @@ util_set_cloexec(int fd)
         return -1;
     }
     return fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+}
+
+int
+util_write_all(int fd, const void *p, size_t len)
+{
+    const char *at = p;
+    while (len > 0) {
+        ssize_t n = write(fd, at, len);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -1;
+        }
+        at += n;
+        len -= (size_t)n;
+    }
+    return 0;
 }
 
 uint64_t

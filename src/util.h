@@ -55,6 +55,12 @@ int util_set_nonblock(int fd);
 /* Sets FD_CLOEXEC on `fd`. Returns 0, or -1 with errno set. */
 int util_set_cloexec(int fd);
 
+/*
+ * Writes all `len` bytes of `p` to the blocking descriptor `fd`, retrying
+ * short writes and EINTR. Returns 0, or -1 with errno set.
+ */
+int util_write_all(int fd, const void *p, size_t len);
+
 /* Wall-clock time in microseconds since the epoch. */
 uint64_t util_now_us(void);
 

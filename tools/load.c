@@ -503,23 +503,6 @@ _mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
-static int
-_write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return -1;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 int
 load_generate(const char *path, uint64_t n, int64_t start_time, char *err,
               size_t errlen)
@@ -550,7 +533,7 @@ load_generate(const char *path, uint64_t n, int64_t start_time, char *err,
     for (uint64_t id = 0; id < n && rc == 0; id++) {
         /* "u:" + up to 20 digits + tab + 10 digits + newline */
         if (len + 64 > GEN_BUF_SIZE) {
-            rc = _write_all(fd, buf, len);
+            rc = util_write_all(fd, buf, len);
             len = 0;
         }
         char *p = buf + len;
@@ -568,7 +551,7 @@ load_generate(const char *path, uint64_t n, int64_t start_time, char *err,
         len += k;
     }
     if (rc == 0) {
-        rc = _write_all(fd, buf, len);
+        rc = util_write_all(fd, buf, len);
     }
     if (rc != 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
