@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -339,13 +340,34 @@ store_iter_release(struct store *s)
     pthread_mutex_unlock(&s->iter_lock);
 }
 
+/*
+ * A checkpoint after 64 MiB of 1 KiB inserts has about as much dirty
+ * database to write. Written in one go, it sat in the queue in front of
+ * the log's fdatasync and held an insert for 121 ms (kura stallwatch on
+ * ext4); a slice of this size keeps the wait behind it to a few ms.
+ */
+#define STORE_WRITEBACK_SLICE ((off_t)1 << 20)
+
 int
 store_sync_data(struct store *s)
 {
     if (s->hdb == NULL) {
         return 0;
     }
-    return fdatasync(s->hdb->fd);
+    int fd = s->hdb->fd;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        return -1;
+    }
+    for (off_t off = 0; off < st.st_size; off += STORE_WRITEBACK_SLICE) {
+        /* Only a head start for fdatasync below, so errors are its to
+         * report; clean ranges cost a page-cache lookup. */
+        (void)sync_file_range(fd, off, STORE_WRITEBACK_SLICE,
+                              SYNC_FILE_RANGE_WAIT_BEFORE |
+                                  SYNC_FILE_RANGE_WRITE |
+                                  SYNC_FILE_RANGE_WAIT_AFTER);
+    }
+    return fdatasync(fd);
 }
 
 enum store_status

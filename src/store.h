@@ -134,8 +134,12 @@ void store_iter_release(struct store *s);
 /*
  * Flushes the database file's data to disk without taking Tokyo Cabinet's
  * locks (fdatasync on its descriptor), so writers are not stalled. Used by
- * checkpoints, which redo the log from a point already applied. Returns 0
- * or -1 with errno set.
+ * checkpoints, which redo the log from a point already applied. The dirty
+ * pages are first written out a slice at a time (STORE_WRITEBACK_SLICE),
+ * each finished before the next starts, so the disk queue never holds a
+ * checkpoint's worth of database pages in front of the update log's
+ * fdatasync, which a client's reply waits on. Returns 0 or -1 with errno
+ * set.
  */
 int store_sync_data(struct store *s);
 
