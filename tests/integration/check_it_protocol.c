@@ -412,6 +412,22 @@ START_TEST(test_bnum_outgrown_warns)
     ck_assert(harness_wait_for(_log_has, &w, 5000));
     w.text = "kura optimize";
     ck_assert(_log_has(&w));
+
+    /* The advice works: stop, rebuild with more buckets, start again. */
+    ck_assert_int_eq(kura_stop(&k, 10000), 0);
+    const char *tool = getenv("KURA_TOOL");
+    ck_assert_ptr_nonnull(tool);
+    char cmd[1500];
+    snprintf(cmd, sizeof(cmd), "'%s' optimize '%s#bnum=1000' >/dev/null",
+             tool, k.db);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(kura_launch(&k), 0);
+    fd = kc_connect(k.port);
+    ck_assert_int_ge(kc_stat(fd, "kura_db_bnum"), 1000); /* a prime */
+    ck_assert_int_eq(kc_stat(fd, "kura_db_over_bnum"), 0);
+    ck_assert_int_eq(kc_stat(fd, "curr_items"), 200);
+    ck_assert(kc_check(fd, "get k199\r\n", "VALUE k199 0 1\r\nv\r\nEND\r\n"));
+    close(fd);
 }
 END_TEST
 
