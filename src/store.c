@@ -56,7 +56,8 @@ _open_hash_file(struct store *s, const struct dbspec *spec, char *err,
         snprintf(err, errlen, "cannot set record cache");
         return false;
     }
-    if (spec->xmsiz >= 0 && !tchdbsetxmsiz(s->hdb, spec->xmsiz)) {
+    int64_t xmsiz = spec->xmsiz >= 0 ? spec->xmsiz : STORE_DEFAULT_XMSIZ;
+    if (!tchdbsetxmsiz(s->hdb, xmsiz)) {
         snprintf(err, errlen, "cannot set xmsiz");
         return false;
     }
