@@ -112,10 +112,7 @@ static void
 _pause(struct repl_slave *s, unsigned ms)
 {
     struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    until.tv_sec += ms / 1000 + until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
+    util_deadline_ms(&until, ms);
     pthread_mutex_lock(&s->lock);
     while (!s->stopping &&
            pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT) {

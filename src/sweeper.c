@@ -129,13 +129,7 @@ _main(void *arg)
         /* After a full pass, rest longer: nothing is due for a while. */
         unsigned pause = n == 0 ? sw->pause_ms * 10 : sw->pause_ms;
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += pause / 1000;
-        until.tv_nsec += (long)(pause % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        util_deadline_ms(&until, pause);
         pthread_mutex_lock(&sw->lock);
         while (!sw->stopping &&
                pthread_cond_timedwait(&sw->cond, &sw->lock, &until) !=

@@ -638,17 +638,47 @@ _wins(const struct txn_current *cur, const struct record_meta *in,
     return true;
 }
 
-enum txn_status
-txn_stage_replicated(struct txn_batch *b, const struct logrec *rec,
-                     bool *applied)
+/*
+ * Whether the incoming record `rec` (a PUT from a peer or the log) wins
+ * over what the store holds for its key (_wins). `lock_key` reads the
+ * current record through the batch, which keeps the key's stripe until
+ * commit; otherwise it is read without holding anything (redo runs
+ * alone). On a win that must be stored as a tombstone, `env` (`*elen`
+ * bytes) is its envelope and `*as_tombstone` is set.
+ */
+static enum txn_status
+_incoming_wins(struct txn_batch *b, const struct logrec *rec, bool lock_key,
+               uint8_t env[RECORD_HEADER_MAX], size_t *elen,
+               bool *as_tombstone, bool *wins)
 {
     struct txn_current cur;
     struct record_meta in;
     const uint8_t *v;
     size_t vlen;
+
+    if (record_decode(rec->payload, rec->plen, &in, &v, &vlen) != RECORD_OK) {
+        return TXN_EIO;
+    }
+    clock_observe(b->eng->clock, in.ts);
+    enum txn_status st = lock_key
+                             ? txn_begin_key(b, rec->key, rec->nkey, &cur)
+                             : _read_record(b, rec->key, rec->nkey, &cur);
+    if (st != TXN_OK) {
+        return st;
+    }
+    *wins = _wins(&cur, &in, env, elen, as_tombstone);
+    txn_current_release(&cur);
+    return TXN_OK;
+}
+
+enum txn_status
+txn_stage_replicated(struct txn_batch *b, const struct logrec *rec,
+                     bool *applied)
+{
     uint8_t env[RECORD_HEADER_MAX];
     size_t elen;
     bool as_tombstone;
+    bool wins;
 
     *applied = false;
     if (rec->op == LOGREC_FLUSH) {
@@ -660,18 +690,10 @@ txn_stage_replicated(struct txn_batch *b, const struct logrec *rec,
         return _stage(b, LOGREC_FLUSH, rec->sid, NULL, 0, rec->payload,
                       rec->plen, NULL, 0, NULL, 0);
     }
-    if (record_decode(rec->payload, rec->plen, &in, &v, &vlen) != RECORD_OK) {
-        return TXN_EIO;
-    }
-    clock_observe(b->eng->clock, in.ts);
-    enum txn_status st = txn_begin_key(b, rec->key, rec->nkey, &cur);
-    if (st != TXN_OK) {
+    enum txn_status st = _incoming_wins(b, rec, true, env, &elen,
+                                        &as_tombstone, &wins);
+    if (st != TXN_OK || !wins) {
         return st;
-    }
-    bool wins = _wins(&cur, &in, env, &elen, &as_tombstone);
-    txn_current_release(&cur);
-    if (!wins) {
-        return TXN_OK;
     }
     *applied = true;
     if (as_tombstone) {
@@ -685,35 +707,26 @@ txn_stage_replicated(struct txn_batch *b, const struct logrec *rec,
 enum txn_status
 txn_redo(struct txn_batch *b, const struct logrec *rec, bool *applied)
 {
-    struct txn_current cur;
-    struct record_meta in;
-    const uint8_t *v;
-    size_t vlen;
     uint8_t env[RECORD_HEADER_MAX];
     size_t elen;
     bool as_tombstone;
+    bool wins;
 
     *applied = false;
     if (rec->op == LOGREC_FLUSH) {
         *applied = true;
         return _apply(b->eng, rec);
     }
-    if (record_decode(rec->payload, rec->plen, &in, &v, &vlen) != RECORD_OK) {
-        return TXN_EIO;
-    }
-    clock_observe(b->eng->clock, in.ts);
-    enum txn_status st = _read_record(b, rec->key, rec->nkey, &cur);
-    if (st != TXN_OK) {
+    enum txn_status st = _incoming_wins(b, rec, false, env, &elen,
+                                        &as_tombstone, &wins);
+    if (st != TXN_OK || !wins) {
         return st;
-    }
-    bool wins = _wins(&cur, &in, env, &elen, &as_tombstone);
-    txn_current_release(&cur);
-    if (!wins) {
-        return TXN_OK;
     }
     *applied = true;
     if (as_tombstone) {
         struct record_meta t;
+        const uint8_t *v;
+        size_t vlen;
         record_decode(env, elen, &t, &v, &vlen);
         return _put_tombstone(b->eng, rec->key, rec->nkey, &t, rec->lsn) ==
                        STORE_OK

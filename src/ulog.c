@@ -1,8 +1,9 @@
 /*
- * ulog: segment files, group-commit appends, durability, checkpoints and
- * readers (see ulog.h for the invariants U1-U5).
+ * ulog: segment files, group-commit appends, durability and checkpoints
+ * (see ulog.h for the invariants U1-U5); readers are in ulog_reader.c.
  */
 #include "ulog.h"
+#include "ulog_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,7 +23,6 @@
 
 static const char magic[8] = {'K', 'U', 'R', 'A', 'U', 'L', 'O', 'G'};
 #define ULOG_VERSION 1
-#define READ_BUF_MIN ((size_t)256 << 10)
 /*
  * The active segment is written with zeros ahead of the append position
  * (PREPARE_STEP at a time, once less than PREPARE_LOW is left) and synced.
@@ -35,70 +35,13 @@ static const char magic[8] = {'K', 'U', 'R', 'A', 'U', 'L', 'O', 'G'};
 #define PREPARE_LOW ((uint64_t)4 << 20)
 #define RESERVE_AHEAD ((uint64_t)1 << 20)
 
-struct segment {
-    uint64_t no;
-    uint64_t base_lsn; /* lsn of the last record before this segment */
-    uint64_t base_seq;
-    uint64_t size;     /* bytes of valid data, header included */
-};
-
-struct watcher {
-    void (*fn)(void *arg);
-    void *arg;
-    uint64_t want; /* call once this lsn is durable; 0 = not waiting */
-};
-
-struct ulog {
-    struct ulog_options o;
-    int lock_fd;
-    pthread_mutex_t lock;
-    pthread_cond_t grown;     /* broadcast on every append and sync */
-    pthread_cond_t sync_cond; /* wakes the sync thread */
-    pthread_cond_t cp_cond;   /* wakes the checkpoint thread */
-    struct segment *segs;
-    size_t nsegs;
-    size_t cap;
-    int active_fd;
-    uint64_t prepared;     /* bytes of the active segment on disk (U3) */
-    uint64_t space_end;    /* active segment allocated up to here */
-    uint64_t reserved;     /* bytes reserved by appenders (ulog_reserve) */
-    bool space_unsupported;      /* no fallocate: no guarantee */
-    uint64_t rotate_retry_ms;    /* a rotation failed for space: retry then */
-    uint64_t last_lsn;
-    uint64_t last_seq;
-    uint64_t synced_lsn;
-    uint64_t syncing_lsn;  /* covered by an fdatasync in progress */
-    uint64_t last_sync_ms; /* when the last fdatasync finished */
-    int sync_fd;           /* descriptor an fdatasync is using, or -1 */
-    int retired_fd;        /* rotated out while in use: close after it */
-    _Atomic uint64_t durable_pub; /* _durable_locked(), readable lock-free */
-    uint64_t checkpoint_lsn;
-    uint64_t bytes_at_checkpoint; /* total appended when it was taken */
-    uint64_t total_appended;
-    uint64_t inflight[ULOG_MAX_SLOTS]; /* first lsn not yet applied, or 0 */
-    int nslots;
-    struct watcher watchers[ULOG_MAX_WATCHERS];
-    int nwatchers;
-    bool failed;
-    bool stopping;
-    bool threads;
-    pthread_t sync_thread;
-    pthread_t cp_thread;
-    uint64_t appends;
-    uint64_t records;
-    uint64_t syncs;
-    uint64_t checkpoints;
-    uint64_t purged;
-};
-
-static void _notify_locked(struct ulog *u);
-static void _notify_all_locked(struct ulog *u);
+static void _notify_locked(struct ulog *u, bool all);
 static void _publish_locked(struct ulog *u);
 
 /* ---------------------------------------------------------------- files */
 
-static void
-_seg_path(const char *dir, uint64_t no, char *out, size_t len)
+void
+ulog_seg_path(const char *dir, uint64_t no, char *out, size_t len)
 {
     snprintf(out, len, "%s/%08" PRIu64 ".ulog", dir, no);
 }
@@ -182,9 +125,9 @@ _cmp_seg(const void *a, const void *b)
 }
 
 /* Lists and validates the segment headers in `dir`, sorted by number. */
-static int
-_scan_dir(const char *dir, struct segment **out, size_t *n, char *err,
-          size_t errlen)
+int
+ulog_scan_dir(const char *dir, struct segment **out, size_t *n, char *err,
+              size_t errlen)
 {
     DIR *d = opendir(dir);
     struct segment *segs = NULL;
@@ -229,15 +172,15 @@ _scan_dir(const char *dir, struct segment **out, size_t *n, char *err,
 }
 
 /* Reads header and size of segment `s` (its number is set). */
-static int
-_load_segment(const char *dir, struct segment *s)
+int
+ulog_load_segment(const char *dir, struct segment *s)
 {
     char path[PATH_MAX];
     uint8_t h[ULOG_SEGMENT_HEADER];
     struct stat st;
     uint64_t no = s->no;
 
-    _seg_path(dir, no, path, sizeof(path));
+    ulog_seg_path(dir, no, path, sizeof(path));
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         return -1;
@@ -265,7 +208,7 @@ _scan_segment(const char *dir, const struct segment *s, uint64_t *valid,
               uint64_t *last_lsn, uint64_t *last_seq)
 {
     char path[PATH_MAX];
-    _seg_path(dir, s->no, path, sizeof(path));
+    ulog_seg_path(dir, s->no, path, sizeof(path));
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         return -1;
@@ -381,7 +324,7 @@ _create_segment(struct ulog *u, uint64_t no, char *err, size_t errlen)
         u->segs = grown;
         u->cap = cap;
     }
-    _seg_path(u->o.dir, no, path, sizeof(path));
+    ulog_seg_path(u->o.dir, no, path, sizeof(path));
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
@@ -493,22 +436,22 @@ ulog_open(const struct ulog_options *o, struct ulog_recovery *rec, char *err,
                                       : strerror(errno));
         goto fail;
     }
-    if (_scan_dir(o->dir, &u->segs, &u->nsegs, err, errlen) != 0) {
+    if (ulog_scan_dir(o->dir, &u->segs, &u->nsegs, err, errlen) != 0) {
         goto fail;
     }
     u->cap = u->nsegs;
     /* Headers of every segment; a torn header can only be the newest. */
     for (size_t i = 0; i < u->nsegs; i++) {
-        if (_load_segment(o->dir, &u->segs[i]) != 0) {
+        if (ulog_load_segment(o->dir, &u->segs[i]) != 0) {
             if (i + 1 == u->nsegs) {
-                _seg_path(o->dir, u->segs[i].no, path, sizeof(path));
+                ulog_seg_path(o->dir, u->segs[i].no, path, sizeof(path));
                 log_warn(o->log, "ulog: removing %s, created but never "
                                  "written (torn header)", path);
                 unlink(path);
                 u->nsegs--;
                 break;
             }
-            _seg_path(o->dir, u->segs[i].no, path, sizeof(path));
+            ulog_seg_path(o->dir, u->segs[i].no, path, sizeof(path));
             snprintf(err, errlen, "update log segment %s is damaged; "
                      "inspect it with kura ulog verify", path);
             goto fail;
@@ -526,7 +469,7 @@ ulog_open(const struct ulog_options *o, struct ulog_recovery *rec, char *err,
         /* U3: scan the newest segment and cut a torn or corrupt tail. */
         struct segment *last = &u->segs[u->nsegs - 1];
         uint64_t valid;
-        _seg_path(o->dir, last->no, path, sizeof(path));
+        ulog_seg_path(o->dir, last->no, path, sizeof(path));
         if (_scan_segment(o->dir, last, &valid, &u->last_lsn,
                           &u->last_seq) != 0) {
             snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
@@ -777,8 +720,8 @@ ulog_applied(struct ulog *u, int slot)
 
 /* ----------------------------------------------------------- durability */
 
-static uint64_t
-_durable_locked(struct ulog *u)
+uint64_t
+ulog_durable_locked(struct ulog *u)
 {
     return u->o.fsync == ULOG_FSYNC_ALWAYS ? u->synced_lsn : u->last_lsn;
 }
@@ -789,7 +732,7 @@ _durable_locked(struct ulog *u)
 static void
 _publish_locked(struct ulog *u)
 {
-    atomic_store_explicit(&u->durable_pub, _durable_locked(u),
+    atomic_store_explicit(&u->durable_pub, ulog_durable_locked(u),
                           memory_order_release);
 }
 
@@ -844,7 +787,7 @@ _sync_locked(struct ulog *u)
         u->failed = true;
         pthread_cond_broadcast(&u->grown);
         /* Wake every waiter: what they wait for will never come. */
-        _notify_all_locked(u);
+        _notify_locked(u, true);
         return ULOG_EIO;
     }
     u->syncs++;
@@ -855,7 +798,7 @@ _sync_locked(struct ulog *u)
     _publish_locked(u);
     pthread_cond_broadcast(&u->grown);
     pthread_cond_signal(&u->sync_cond);
-    _notify_locked(u);
+    _notify_locked(u, false);
     return ULOG_OK;
 }
 
@@ -884,41 +827,26 @@ ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn)
     pthread_mutex_unlock(&u->lock);
 }
 
-/* Calls the watchers whose lsn became durable; the caller holds the lock,
- * which is released around the calls. */
+/*
+ * Calls the watchers whose lsn became durable, or with `all` every watcher
+ * still waiting (the log failed and durability will never come). The
+ * caller holds the lock, which is released around the calls.
+ */
 static void
-_notify_locked(struct ulog *u)
+_notify_locked(struct ulog *u, bool all)
 {
     struct watcher due[ULOG_MAX_WATCHERS];
     int n = 0;
     uint64_t durable = u->synced_lsn;
     for (int i = 0; i < u->nwatchers; i++) {
-        if (u->watchers[i].want != 0 && u->watchers[i].want <= durable) {
+        uint64_t want = u->watchers[i].want;
+        if (want != 0 && (all || want <= durable)) {
             u->watchers[i].want = 0;
             due[n++] = u->watchers[i];
         }
     }
     if (n == 0) {
         return;
-    }
-    pthread_mutex_unlock(&u->lock);
-    for (int i = 0; i < n; i++) {
-        due[i].fn(due[i].arg);
-    }
-    pthread_mutex_lock(&u->lock);
-}
-
-/* Calls every watcher that is waiting at all (the log failed). */
-static void
-_notify_all_locked(struct ulog *u)
-{
-    struct watcher due[ULOG_MAX_WATCHERS];
-    int n = 0;
-    for (int i = 0; i < u->nwatchers; i++) {
-        if (u->watchers[i].want != 0) {
-            u->watchers[i].want = 0;
-            due[n++] = u->watchers[i];
-        }
     }
     pthread_mutex_unlock(&u->lock);
     for (int i = 0; i < n; i++) {
@@ -1033,10 +961,7 @@ _sync_main(void *arg)
             continue; /* a worker began waiting while space was prepared */
         }
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += (long)wait_ms * 1000000L;
-        until.tv_sec += until.tv_nsec / 1000000000L;
-        until.tv_nsec %= 1000000000L;
+        util_deadline_ms(&until, wait_ms);
         pthread_cond_timedwait(&u->sync_cond, &u->lock, &until);
     }
     pthread_mutex_unlock(&u->lock);
@@ -1096,7 +1021,7 @@ _purge(struct ulog *u)
     pthread_mutex_unlock(&u->lock);
     for (int i = 0; i < nremove; i++) {
         char path[PATH_MAX];
-        _seg_path(u->o.dir, removable[i], path, sizeof(path));
+        ulog_seg_path(u->o.dir, removable[i], path, sizeof(path));
         if (unlink(path) != 0) {
             log_warn(u->o.log, "ulog: cannot remove %s: %s", path,
                      strerror(errno));
@@ -1157,8 +1082,7 @@ _checkpoint_main(void *arg)
     pthread_mutex_lock(&u->lock);
     while (!u->stopping) {
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 1;
+        util_deadline_ms(&until, 1000);
         pthread_cond_timedwait(&u->cp_cond, &u->lock, &until);
         if (u->stopping) {
             break;
@@ -1247,7 +1171,7 @@ ulog_stats(struct ulog *u, struct ulog_stats *st)
     pthread_mutex_lock(&u->lock);
     st->last_lsn = u->last_lsn;
     st->last_seq = u->last_seq;
-    st->synced_lsn = _durable_locked(u);
+    st->synced_lsn = ulog_durable_locked(u);
     st->checkpoint_lsn = u->checkpoint_lsn;
     st->oldest_lsn = u->nsegs > 0 ? u->segs[0].base_lsn : u->last_lsn;
     for (size_t i = 0; i < u->nsegs; i++) {
@@ -1284,317 +1208,4 @@ ulog_parse_fsync(const char *s, enum ulog_fsync *policy, uint32_t *ms)
         return true;
     }
     return false;
-}
-
-/* -------------------------------------------------------------- readers */
-
-struct ulog_reader {
-    struct ulog *u;           /* NULL: reading a directory offline */
-    char dir[PATH_MAX];
-    struct segment *segs;     /* offline: the segments found */
-    size_t nsegs;
-    uint64_t after;           /* skip records at or below this lsn */
-    uint64_t seg_no;          /* segment being read */
-    int fd;
-    uint64_t file_off;        /* file offset of buf[pos] */
-    uint8_t *buf;
-    size_t cap;
-    size_t pos;               /* first unconsumed byte of buf */
-    size_t have;              /* end of the bytes read into buf */
-    size_t pending;           /* bytes of the record returned last */
-    uint64_t consumed_lsn;    /* last lsn returned or skipped */
-    bool durable_only;        /* the last next() call's limit */
-};
-
-/* Where segment `no` ends now, and whether it is the newest. */
-static enum ulog_status
-_segment_end(struct ulog_reader *r, uint64_t no, uint64_t *end, bool *newest)
-{
-    if (r->u == NULL) {
-        for (size_t i = 0; i < r->nsegs; i++) {
-            if (r->segs[i].no == no) {
-                *end = r->segs[i].size;
-                *newest = i + 1 == r->nsegs;
-                return ULOG_OK;
-            }
-        }
-        return ULOG_EGAP;
-    }
-    enum ulog_status st = ULOG_EGAP;
-    pthread_mutex_lock(&r->u->lock);
-    for (size_t i = 0; i < r->u->nsegs; i++) {
-        if (r->u->segs[i].no == no) {
-            *end = r->u->segs[i].size;
-            *newest = i + 1 == r->u->nsegs;
-            st = ULOG_OK;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&r->u->lock);
-    return st;
-}
-
-static enum ulog_status
-_reader_position(struct ulog_reader *r, const struct segment *segs,
-                 size_t nsegs, uint64_t after)
-{
-    if (nsegs == 0) {
-        return ULOG_EGAP;
-    }
-    if (after < segs[0].base_lsn) {
-        return ULOG_EGAP; /* records after `after` were removed */
-    }
-    size_t i = nsegs - 1;
-    while (i > 0 && segs[i].base_lsn > after) {
-        i--;
-    }
-    r->seg_no = segs[i].no;
-    r->after = after;
-    r->consumed_lsn = after;
-    return ULOG_OK;
-}
-
-static struct ulog_reader *
-_reader_new(void)
-{
-    struct ulog_reader *r = calloc(1, sizeof(*r));
-    if (r == NULL) {
-        return NULL;
-    }
-    r->fd = -1;
-    r->cap = READ_BUF_MIN;
-    r->buf = malloc(r->cap);
-    if (r->buf == NULL) {
-        free(r);
-        return NULL;
-    }
-    return r;
-}
-
-enum ulog_status
-ulog_reader_open(struct ulog *u, uint64_t after, struct ulog_reader **out)
-{
-    struct ulog_reader *r = _reader_new();
-    if (r == NULL) {
-        return ULOG_EIO;
-    }
-    r->u = u;
-    util_strlcpy(r->dir, u->o.dir, sizeof(r->dir));
-    pthread_mutex_lock(&u->lock);
-    enum ulog_status st = _reader_position(r, u->segs, u->nsegs, after);
-    pthread_mutex_unlock(&u->lock);
-    if (st != ULOG_OK) {
-        ulog_reader_close(r);
-        return st;
-    }
-    *out = r;
-    return ULOG_OK;
-}
-
-enum ulog_status
-ulog_reader_open_dir(const char *dir, uint64_t after, struct ulog_reader **out,
-                     char *err, size_t errlen)
-{
-    struct ulog_reader *r = _reader_new();
-    if (r == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return ULOG_EIO;
-    }
-    util_strlcpy(r->dir, dir, sizeof(r->dir));
-    if (_scan_dir(dir, &r->segs, &r->nsegs, err, errlen) != 0) {
-        ulog_reader_close(r);
-        return ULOG_EIO;
-    }
-    for (size_t i = 0; i < r->nsegs; i++) {
-        if (_load_segment(dir, &r->segs[i]) != 0) {
-            snprintf(err, errlen, "segment %08" PRIu64 " has a bad header",
-                     r->segs[i].no);
-            ulog_reader_close(r);
-            return ULOG_ECORRUPT;
-        }
-    }
-    enum ulog_status st = _reader_position(r, r->segs, r->nsegs, after);
-    if (st != ULOG_OK) {
-        snprintf(err, errlen, "no records after lsn %" PRIu64 " are kept",
-                 after);
-        ulog_reader_close(r);
-        return st;
-    }
-    *out = r;
-    return ULOG_OK;
-}
-
-static enum ulog_status
-_open_segment(struct ulog_reader *r)
-{
-    char path[PATH_MAX];
-    _seg_path(r->dir, r->seg_no, path, sizeof(path));
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (r->fd < 0) {
-        return errno == ENOENT ? ULOG_EGAP : ULOG_EIO;
-    }
-    r->file_off = ULOG_SEGMENT_HEADER;
-    r->pos = 0;
-    r->have = 0;
-    return ULOG_OK;
-}
-
-enum ulog_status
-ulog_reader_next(struct ulog_reader *r, struct logrec *rec, bool durable_only)
-{
-    /* Drop the record returned by the previous call. */
-    if (r->pending > 0) {
-        r->pos += r->pending;
-        r->file_off += r->pending;
-        r->pending = 0;
-    }
-    uint64_t limit = UINT64_MAX;
-    r->durable_only = durable_only;
-    if (durable_only && r->u != NULL) {
-        limit = ulog_durable_lsn(r->u);
-    }
-    for (;;) {
-        if (r->fd < 0) {
-            enum ulog_status st = _open_segment(r);
-            if (st != ULOG_OK) {
-                return st;
-            }
-        }
-        size_t left = r->have - r->pos;
-        enum logrec_status ls = logrec_decode(r->buf + r->pos, left, rec);
-        if (ls == LOGREC_CORRUPT && left >= 4 &&
-            logrec_peek_len(r->buf + r->pos) == 0) {
-            /* Prepared zeros: this segment's records end here. */
-            bool newest;
-            uint64_t end;
-            if (_segment_end(r, r->seg_no, &end, &newest) != ULOG_OK ||
-                newest) {
-                return ULOG_END;
-            }
-            close(r->fd);
-            r->fd = -1;
-            r->seg_no++;
-            continue;
-        }
-        if (ls == LOGREC_CORRUPT) {
-            return ULOG_ECORRUPT;
-        }
-        if (ls == LOGREC_OK) {
-            if (rec->lsn <= r->after) {
-                r->consumed_lsn = r->consumed_lsn > rec->lsn ? r->consumed_lsn
-                                                             : rec->lsn;
-                r->pos += rec->len;
-                r->file_off += rec->len;
-                continue;
-            }
-            if (rec->lsn > limit) {
-                return ULOG_END;
-            }
-            r->pending = rec->len;
-            r->consumed_lsn = rec->lsn;
-            return ULOG_OK;
-        }
-        /* Need more bytes: from this segment, or move to the next. */
-        uint64_t end;
-        bool newest;
-        enum ulog_status st = _segment_end(r, r->seg_no, &end, &newest);
-        if (st != ULOG_OK) {
-            return st;
-        }
-        /* Consumed bytes are dropped only here, once per refill: moving
-         * the rest after every record made reading quadratic. */
-        if (r->pos > 0) {
-            memmove(r->buf, r->buf + r->pos, left);
-            r->have = left;
-            r->pos = 0;
-        }
-        uint64_t avail = end - (r->file_off + r->have);
-        if (end > r->file_off + r->have) {
-            if (rec->len > r->cap) {
-                uint8_t *grown = realloc(r->buf, rec->len);
-                if (grown == NULL) {
-                    return ULOG_EIO;
-                }
-                r->buf = grown;
-                r->cap = rec->len;
-            }
-            size_t want = r->cap - r->have;
-            if (want > avail) {
-                want = (size_t)avail;
-            }
-            ssize_t n = pread(r->fd, r->buf + r->have, want,
-                              (off_t)(r->file_off + r->have));
-            if (n < 0 && errno == EINTR) {
-                continue;
-            }
-            if (n <= 0) {
-                return ULOG_EIO;
-            }
-            r->have += (size_t)n;
-            continue;
-        }
-        if (newest) {
-            return ULOG_END;
-        }
-        if (r->have > r->pos) {
-            return ULOG_ECORRUPT; /* a finished segment ends mid-record */
-        }
-        close(r->fd);
-        r->fd = -1;
-        r->seg_no++;
-    }
-}
-
-uint64_t
-ulog_reader_lsn(const struct ulog_reader *r)
-{
-    return r->consumed_lsn;
-}
-
-void
-ulog_reader_where(const struct ulog_reader *r, uint64_t *segment,
-                  uint64_t *offset)
-{
-    *segment = r->seg_no;
-    *offset = r->file_off;
-}
-
-bool
-ulog_reader_wait(struct ulog_reader *r, int timeout_ms)
-{
-    struct ulog *u = r->u;
-    if (u == NULL) {
-        return false;
-    }
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    until.tv_sec += timeout_ms / 1000 + until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
-    pthread_mutex_lock(&u->lock);
-    /* A reader limited to durable records waits for durability, not for
-     * mere writes, or it would spin while a sync is pending. */
-    uint64_t end = r->durable_only ? _durable_locked(u) : u->last_lsn;
-    bool grown = end > r->consumed_lsn;
-    if (!grown && !u->stopping) {
-        pthread_cond_timedwait(&u->grown, &u->lock, &until);
-        end = r->durable_only ? _durable_locked(u) : u->last_lsn;
-        grown = end > r->consumed_lsn;
-    }
-    pthread_mutex_unlock(&u->lock);
-    return grown;
-}
-
-void
-ulog_reader_close(struct ulog_reader *r)
-{
-    if (r == NULL) {
-        return;
-    }
-    if (r->fd >= 0) {
-        close(r->fd);
-    }
-    free(r->segs);
-    free(r->buf);
-    free(r);
 }

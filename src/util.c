@@ -168,6 +168,18 @@ util_write_all(int fd, const void *p, size_t len)
     return 0;
 }
 
+void
+util_deadline_ms(struct timespec *out, uint64_t ms)
+{
+    clock_gettime(CLOCK_REALTIME, out);
+    out->tv_sec += (time_t)(ms / 1000);
+    out->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (out->tv_nsec >= 1000000000L) {
+        out->tv_sec++;
+        out->tv_nsec -= 1000000000L;
+    }
+}
+
 uint64_t
 util_now_us(void)
 {

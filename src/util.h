@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Longest decimal rendering of a uint64_t, without terminator. */
 #define UTIL_U64_DIGITS 20
@@ -60,6 +61,12 @@ int util_set_cloexec(int fd);
  * short writes and EINTR. Returns 0, or -1 with errno set.
  */
 int util_write_all(int fd, const void *p, size_t len);
+
+/*
+ * Sets `out` to `ms` milliseconds from now on CLOCK_REALTIME, the clock
+ * pthread_cond_timedwait() measures its deadline against by default.
+ */
+void util_deadline_ms(struct timespec *out, uint64_t ms);
 
 /* Wall-clock time in microseconds since the epoch. */
 uint64_t util_now_us(void);

@@ -101,6 +101,24 @@ START_TEST(test_strlcpy)
 }
 END_TEST
 
+/* Deadlines carry milliseconds into seconds and keep tv_nsec normalised. */
+START_TEST(test_deadline_ms)
+{
+    for (uint64_t ms = 0; ms < 3000; ms += 7) {
+        struct timespec before;
+        struct timespec d;
+        clock_gettime(CLOCK_REALTIME, &before);
+        util_deadline_ms(&d, ms);
+        ck_assert_int_ge(d.tv_nsec, 0);
+        ck_assert_int_lt(d.tv_nsec, 1000000000L);
+        int64_t diff_ns = (int64_t)(d.tv_sec - before.tv_sec) * 1000000000LL +
+                          (d.tv_nsec - before.tv_nsec);
+        ck_assert_int_ge(diff_ns, (int64_t)ms * 1000000LL);
+        ck_assert_int_lt(diff_ns, (int64_t)ms * 1000000LL + 100000000LL);
+    }
+}
+END_TEST
+
 START_TEST(test_clock_strictly_increases)
 {
     struct clock c;
@@ -201,6 +219,7 @@ util_suite(void)
     tcase_add_test(tc, test_clock_strictly_increases);
     tcase_add_test(tc, test_clock_survives_wall_clock_behind);
     tcase_add_test(tc, test_clock_observe);
+    tcase_add_test(tc, test_deadline_ms);
     tcase_add_test(tc, test_clock_unique_across_threads);
     suite_add_tcase(s, tc);
     return s;

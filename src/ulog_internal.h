@@ -1,0 +1,92 @@
+/*
+ * ulog_internal: the update log's state, shared by the writer (ulog.c)
+ * and the readers (ulog_reader.c) and by nothing else.
+ */
+#ifndef KURA_ULOG_INTERNAL_H
+#define KURA_ULOG_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ulog.h"
+
+/* A reader's (and the start-up scan's) first buffer size. */
+#define READ_BUF_MIN ((size_t)256 << 10)
+
+struct segment {
+    uint64_t no;
+    uint64_t base_lsn; /* lsn of the last record before this segment */
+    uint64_t base_seq;
+    uint64_t size;     /* bytes of valid data, header included */
+};
+
+struct watcher {
+    void (*fn)(void *arg);
+    void *arg;
+    uint64_t want; /* call once this lsn is durable; 0 = not waiting */
+};
+
+struct ulog {
+    struct ulog_options o;
+    int lock_fd;
+    pthread_mutex_t lock;
+    pthread_cond_t grown;     /* broadcast on every append and sync */
+    pthread_cond_t sync_cond; /* wakes the sync thread */
+    pthread_cond_t cp_cond;   /* wakes the checkpoint thread */
+    struct segment *segs;
+    size_t nsegs;
+    size_t cap;
+    int active_fd;
+    uint64_t prepared;     /* bytes of the active segment on disk (U3) */
+    uint64_t space_end;    /* active segment allocated up to here */
+    uint64_t reserved;     /* bytes reserved by appenders (ulog_reserve) */
+    bool space_unsupported;      /* no fallocate: no guarantee */
+    uint64_t rotate_retry_ms;    /* a rotation failed for space: retry then */
+    uint64_t last_lsn;
+    uint64_t last_seq;
+    uint64_t synced_lsn;
+    uint64_t syncing_lsn;  /* covered by an fdatasync in progress */
+    uint64_t last_sync_ms; /* when the last fdatasync finished */
+    int sync_fd;           /* descriptor an fdatasync is using, or -1 */
+    int retired_fd;        /* rotated out while in use: close after it */
+    _Atomic uint64_t durable_pub; /* _durable_locked(), readable lock-free */
+    uint64_t checkpoint_lsn;
+    uint64_t bytes_at_checkpoint; /* total appended when it was taken */
+    uint64_t total_appended;
+    uint64_t inflight[ULOG_MAX_SLOTS]; /* first lsn not yet applied, or 0 */
+    int nslots;
+    struct watcher watchers[ULOG_MAX_WATCHERS];
+    int nwatchers;
+    bool failed;
+    bool stopping;
+    bool threads;
+    pthread_t sync_thread;
+    pthread_t cp_thread;
+    uint64_t appends;
+    uint64_t records;
+    uint64_t syncs;
+    uint64_t checkpoints;
+    uint64_t purged;
+};
+
+/* Writes the path of segment `no` in `dir` to `out` (`len` bytes). */
+void ulog_seg_path(const char *dir, uint64_t no, char *out, size_t len);
+
+/*
+ * Lists the segment files of `dir` in order into a malloc'd array `*out`
+ * (the caller frees it) of `*n` entries, numbers only. Returns 0, or -1
+ * with a message in `err`.
+ */
+int ulog_scan_dir(const char *dir, struct segment **out, size_t *n,
+                  char *err, size_t errlen);
+
+/* Reads segment `s`'s header and size. Returns 0, or -1 if it is bad. */
+int ulog_load_segment(const char *dir, struct segment *s);
+
+/* The highest durable lsn. The caller holds u->lock. */
+uint64_t ulog_durable_locked(struct ulog *u);
+
+#endif
