@@ -515,6 +515,7 @@ ulog_open(const struct ulog_options *o, struct ulog_recovery *rec, char *err,
     u->syncing_lsn = u->last_lsn;
     _publish_locked(u);
     u->checkpoint_lsn = rec->checkpoint_lsn;
+    u->segment_done = u->nsegs > 1;
     rec->last_lsn = u->last_lsn;
     rec->last_seq = u->last_seq;
     rec->segments = (uint32_t)u->nsegs;
@@ -577,6 +578,7 @@ _rotate(struct ulog *u)
                     strerror(errno));
     }
     close(old_fd);
+    u->segment_done = true;
     pthread_cond_signal(&u->cp_cond);
     return ULOG_OK;
 }
@@ -1042,6 +1044,7 @@ ulog_checkpoint(struct ulog *u)
     uint64_t seq = lsn == u->last_lsn ? u->last_seq : 0;
     uint64_t bytes = u->total_appended;
     bool same = lsn == u->checkpoint_lsn;
+    u->segment_done = false;
     pthread_mutex_unlock(&u->lock);
     if (!same) {
         uint64_t started = util_mono_ms();
@@ -1087,10 +1090,14 @@ _checkpoint_main(void *arg)
         if (u->stopping) {
             break;
         }
+        /* A finished segment is removed only behind a checkpoint. Not
+         * "while more than one segment exists": a peer holding an old
+         * one back would make the database be written back every
+         * second. */
         bool due = util_mono_ms() - last >= u->o.checkpoint_ms ||
                    u->total_appended - u->bytes_at_checkpoint >=
                        u->o.checkpoint_bytes ||
-                   u->nsegs > 1;
+                   u->segment_done;
         if (!due) {
             continue;
         }

@@ -54,6 +54,7 @@ struct ulog {
     int retired_fd;        /* rotated out while in use: close after it */
     _Atomic uint64_t durable_pub; /* _durable_locked(), readable lock-free */
     uint64_t checkpoint_lsn;
+    bool segment_done;     /* a segment ended since the last checkpoint */
     uint64_t bytes_at_checkpoint; /* total appended when it was taken */
     uint64_t total_appended;
     uint64_t inflight[ULOG_MAX_SLOTS]; /* first lsn not yet applied, or 0 */

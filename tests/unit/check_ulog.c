@@ -17,6 +17,7 @@
 #include "record.h"
 #include "ulog.h"
 #include "unit_main.h"
+#include "util.h"
 
 static char dir[64];
 static struct logger lg;
@@ -394,6 +395,46 @@ START_TEST(test_u5_peer_acks_release_segments)
 }
 END_TEST
 
+/*
+ * A rotation asks for one checkpoint, to release the old segment. While a
+ * peer holds that segment back, the checkpoint thread must not keep
+ * writing the database back every second under a write load.
+ */
+START_TEST(test_held_segment_does_not_repeat_checkpoints)
+{
+    struct ulog_recovery rec;
+    struct ulog *u = _open(4096, 0, &rec);
+    char key[32];
+    peers_acked = 0;
+    ck_assert_int_eq(ulog_start(u), 0);
+    int i = 0;
+    struct ulog_stats st;
+    do {
+        snprintf(key, sizeof(key), "k%d", i++);
+        _append(u, key, "0123456789");
+        ulog_stats(u, &st);
+    } while (st.segments < 2);
+    uint64_t deadline = util_mono_ms() + 10000;
+    while (st.checkpoints < 1 && util_mono_ms() < deadline) {
+        usleep(10000);
+        ulog_stats(u, &st);
+    }
+    ck_assert_uint_eq(st.checkpoints, 1);
+    ck_assert_uint_eq(st.segments, 2); /* the peer still needs it */
+    /* Writes go on for 2.5 s (the checkpoint thread looks every 1 s). */
+    uint64_t until = util_mono_ms() + 2500;
+    while (util_mono_ms() < until) {
+        snprintf(key, sizeof(key), "k%d", i++);
+        _append(u, key, "01"); /* 25 x 36 bytes: no rotation */
+        usleep(100000);
+    }
+    ulog_stats(u, &st);
+    ck_assert_uint_eq(st.segments, 2);
+    ck_assert_uint_eq(st.checkpoints, 1);
+    ulog_close(u);
+}
+END_TEST
+
 START_TEST(test_u4_checkpoint_waits_for_inflight)
 {
     struct ulog_recovery rec;
@@ -451,6 +492,7 @@ ulog_suite(void)
     tcase_add_test(tc, test_u4_u5_checkpoint_and_removal);
     tcase_add_test(tc, test_u5_peer_acks_release_segments);
     tcase_add_test(tc, test_u4_checkpoint_waits_for_inflight);
+    tcase_add_test(tc, test_held_segment_does_not_repeat_checkpoints);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
