@@ -345,7 +345,6 @@ _mark_release(struct conn *c, uint64_t lsn)
     } else {
         c->rel[c->nrel++] = (struct release){end, lsn};
     }
-    c->h->want_sync(c->h->sync_arg, lsn);
 }
 
 /* Sends queued output up to the safe end (T3). */
@@ -413,9 +412,11 @@ _on_event(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-void
+bool
 conn_host_end_pass(struct conn_host *h, uint64_t lsn)
 {
+    bool marked = false;
+
     while (h->send_head != NULL) {
         struct conn *c = h->send_head;
         h->send_head = c->send_next;
@@ -425,6 +426,7 @@ conn_host_end_pass(struct conn_host *h, uint64_t lsn)
         }
         if (c->wrote && h->durable != NULL) {
             _mark_release(c, lsn);
+            marked = true;
         }
         c->wrote = false;
         _settle(c, true);
@@ -435,6 +437,7 @@ conn_host_end_pass(struct conn_host *h, uint64_t lsn)
         h->dead_head = c->dead_next;
         _free(c);
     }
+    return marked;
 }
 
 void
@@ -466,7 +469,7 @@ conn_host_durable(struct conn_host *h)
 void
 conn_host_close_all(struct conn_host *h)
 {
-    conn_host_end_pass(h, 0);
+    (void)conn_host_end_pass(h, 0);
     while (h->all != NULL) {
         struct conn *c = h->all;
         if (c->state != CONN_CLOSED) {
@@ -483,6 +486,6 @@ conn_host_close_all(struct conn_host *h)
             }
             _close(c);
         }
-        conn_host_end_pass(h, 0);
+        (void)conn_host_end_pass(h, 0);
     }
 }

@@ -68,7 +68,6 @@ struct conn_host {
      * committed (no log, -uas, or a policy other than "always"). */
     uint64_t (*durable)(void *arg);
     bool (*log_failed)(void *arg); /* durability will never come */
-    void (*want_sync)(void *arg, uint64_t lsn);
     void *sync_arg;
     /*
      * Takes over the socket of a replication peer that sent REPL (the
@@ -98,9 +97,11 @@ void conn_abort(struct conn *c);
 /*
  * End of a pass, after the write batch has committed up to `lsn`: marks a
  * release point on every connection that wrote, sends what may be sent,
- * then frees the connections closed during the pass.
+ * then frees the connections closed during the pass. Returns true if it
+ * marked any release point: the caller must then get `lsn` synced and call
+ * conn_host_durable().
  */
-void conn_host_end_pass(struct conn_host *h, uint64_t lsn);
+bool conn_host_end_pass(struct conn_host *h, uint64_t lsn);
 
 /*
  * The update log made more writes durable: sends the output they released.

@@ -774,10 +774,13 @@ _sync_locked(struct ulog *u)
         u->syncing_lsn = target;
     }
     pthread_mutex_unlock(&u->lock);
+    uint64_t began = util_mono_us();
     int rc = fdatasync(fd);
     int saved = errno;
+    uint64_t took = util_mono_us() - began;
     pthread_mutex_lock(&u->lock);
     u->sync_fd = -1;
+    u->sync_avg_us = (u->sync_avg_us * 7 + took) / 8;
     if (u->retired_fd == fd) {
         close(fd);
         u->retired_fd = -1;
@@ -1188,6 +1191,7 @@ ulog_stats(struct ulog *u, struct ulog_stats *st)
     st->appends = u->appends;
     st->records = u->records;
     st->syncs = u->syncs;
+    st->sync_avg_us = u->sync_avg_us;
     st->checkpoints = u->checkpoints;
     st->purged = u->purged;
     if (u->nsegs > 0 && u->prepared > u->segs[u->nsegs - 1].size) {

@@ -126,6 +126,7 @@ struct ulog_stats {
     uint64_t appends;        /* write(2) calls (group commits) */
     uint64_t records;
     uint64_t syncs;          /* fdatasync(2) calls on the log */
+    uint64_t sync_avg_us;    /* moving average of their duration */
     uint64_t checkpoints;
     uint64_t purged;         /* segments removed */
     uint64_t prepared_ahead; /* zeroed, synced bytes past the end */

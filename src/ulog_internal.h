@@ -51,6 +51,7 @@ struct ulog {
     uint64_t syncing_lsn;  /* covered by an fdatasync in progress */
     uint64_t last_sync_ms; /* when the last fdatasync finished */
     int sync_fd;           /* descriptor an fdatasync is using, or -1 */
+    uint64_t sync_avg_us;  /* moving average of its duration */
     int retired_fd;        /* rotated out while in use: close after it */
     _Atomic uint64_t durable_pub; /* _durable_locked(), readable lock-free */
     uint64_t checkpoint_lsn;

@@ -107,6 +107,9 @@ int64_t util_now_s(void);
 /* Monotonic time in milliseconds, for timeouts and deadlines. */
 uint64_t util_mono_ms(void);
 
+/* Monotonic time in microseconds, for measuring short operations. */
+uint64_t util_mono_us(void);
+
 /*
  * Names the calling thread (at most 15 characters are kept) so that top,
  * perf and gdb tell the threads apart. Failure is ignored: it is cosmetic.

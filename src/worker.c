@@ -84,13 +84,6 @@ _log_failed(void *arg)
     return ulog_failed(w->shared->ulog);
 }
 
-static void
-_want_sync(void *arg, uint64_t lsn)
-{
-    struct worker *w = arg;
-    ulog_want_sync(w->shared->ulog, w->watcher, lsn);
-}
-
 int
 worker_init(struct worker *w, int id, struct worker_shared *shared)
 {
@@ -146,7 +139,6 @@ worker_init(struct worker *w, int id, struct worker_shared *shared)
         }
         w->host.durable = _durable;
         w->host.log_failed = _log_failed;
-        w->host.want_sync = _want_sync;
         w->host.sync_arg = w;
     }
     if (shared->idle_timeout_s > 0) {
@@ -161,13 +153,18 @@ worker_init(struct worker *w, int id, struct worker_shared *shared)
 
 /*
  * End of pass: one commit for every write of the pass (T3); the replies
- * follow as soon as the writes they answer are durable.
+ * follow as soon as the writes they answer are durable (_on_synced).
+ * Replies that need no sync (reads) have already gone out.
  */
 static void
 _end_pass(struct worker *w)
 {
     txn_commit(&w->batch);
-    conn_host_end_pass(&w->host, w->batch.last_lsn);
+    uint64_t lsn = w->batch.last_lsn;
+    if (conn_host_end_pass(&w->host, lsn)) {
+        /* One request per pass, however many connections wrote. */
+        ulog_want_sync(w->shared->ulog, w->watcher, lsn);
+    }
 }
 
 static void *

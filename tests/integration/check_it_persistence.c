@@ -167,6 +167,22 @@ START_TEST(test_kill9_under_load_loses_no_acknowledged_write)
 }
 END_TEST
 
+/* Under -fsync always, a reply means its write was synced: one client
+ * waiting for each reply in turn costs one fdatasync per set. */
+START_TEST(test_each_acknowledged_set_was_synced)
+{
+    int fd = kc_connect(k.port);
+    long long before = kc_stat(fd, "kura_ulog_syncs");
+    ck_assert_int_ge(before, 0);
+    ck_assert_int_ge(kc_stat(fd, "kura_ulog_sync_avg_us"), 0);
+    for (int i = 0; i < 50; i++) {
+        ck_assert(kc_check(fd, "set synced 0 0 1\r\nv\r\n", "STORED\r\n"));
+    }
+    ck_assert_int_ge(kc_stat(fd, "kura_ulog_syncs") - before, 50);
+    close(fd);
+}
+END_TEST
+
 START_TEST(test_second_instance_refused)
 {
     char port[16];
@@ -335,6 +351,7 @@ persistence_suite(void)
     tcase_add_test(tc, test_restart_keeps_values_flags_expiry);
     tcase_add_test(tc, test_kill9_under_load_loses_no_acknowledged_write);
     tcase_add_test(tc, test_flush_survives_restart);
+    tcase_add_test(tc, test_each_acknowledged_set_was_synced);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     tc = tcase_create("process");
