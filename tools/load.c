@@ -550,8 +550,13 @@ load_generate(const char *path, uint64_t n, int64_t start_time, char *err,
         p[k++] = '\n';
         len += k;
     }
-    if (rc == 0) {
+    if (rc == 0 && len > 0) {
         rc = util_write_all(fd, buf, len);
+    }
+    /* Written back now, not by the kernel 30 s later in the middle of
+     * the load being measured, where it delays every log sync. */
+    if (rc == 0 && !to_stdout) {
+        rc = fdatasync(fd);
     }
     if (rc != 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
