@@ -780,7 +780,7 @@ _sync_locked(struct ulog *u)
     uint64_t took = util_mono_us() - began;
     pthread_mutex_lock(&u->lock);
     u->sync_fd = -1;
-    u->sync_avg_us = (u->sync_avg_us * 7 + took) / 8;
+    u->sync_us += took;
     if (u->retired_fd == fd) {
         close(fd);
         u->retired_fd = -1;
@@ -824,9 +824,21 @@ void
 ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn)
 {
     pthread_mutex_lock(&u->lock);
-    if (watcher >= 0 && watcher < u->nwatchers &&
-        u->watchers[watcher].want < lsn) {
-        u->watchers[watcher].want = lsn;
+    if (watcher < 0 || watcher >= u->nwatchers) {
+        pthread_mutex_unlock(&u->lock);
+        return;
+    }
+    struct watcher *w = &u->watchers[watcher];
+    if (lsn <= u->synced_lsn || u->failed) {
+        /* No sync is coming for it: the caller may have checked just
+         * before the one that covered it finished. Answer now. */
+        struct watcher now = *w;
+        pthread_mutex_unlock(&u->lock);
+        now.fn(now.arg);
+        return;
+    }
+    if (w->want < lsn) {
+        w->want = lsn;
     }
     pthread_cond_signal(&u->sync_cond);
     pthread_mutex_unlock(&u->lock);
@@ -1191,7 +1203,7 @@ ulog_stats(struct ulog *u, struct ulog_stats *st)
     st->appends = u->appends;
     st->records = u->records;
     st->syncs = u->syncs;
-    st->sync_avg_us = u->sync_avg_us;
+    st->sync_us = u->sync_us;
     st->checkpoints = u->checkpoints;
     st->purged = u->purged;
     if (u->nsegs > 0 && u->prepared > u->segs[u->nsegs - 1].size) {

@@ -126,7 +126,7 @@ struct ulog_stats {
     uint64_t appends;        /* write(2) calls (group commits) */
     uint64_t records;
     uint64_t syncs;          /* fdatasync(2) calls on the log */
-    uint64_t sync_avg_us;    /* moving average of their duration */
+    uint64_t sync_us;        /* time spent in them, microseconds */
     uint64_t checkpoints;
     uint64_t purged;         /* segments removed */
     uint64_t prepared_ahead; /* zeroed, synced bytes past the end */
@@ -205,7 +205,10 @@ int ulog_watch(struct ulog *u, void (*fn)(void *arg), void *arg);
 
 /*
  * Asks the sync thread to make `lsn` durable and then call `watcher`'s
- * callback. Under policies other than "always" the callback is not needed:
+ * callback. If `lsn` is already durable, or the log has failed, the
+ * callback is called at once from the calling thread, so a caller that
+ * found `lsn` not durable just before never waits for a sync that is not
+ * coming. Under policies other than "always" the callback is not needed:
  * ulog_durable() is already true for every written lsn.
  */
 void ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn);

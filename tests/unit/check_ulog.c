@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,6 +268,46 @@ _segment_path(char *out, size_t len, int no)
     snprintf(out, len, "%s/ulog/%08d.ulog", dir, no);
 }
 
+static void
+_count_call(void *arg)
+{
+    atomic_fetch_add((_Atomic int *)arg, 1);
+}
+
+/*
+ * Regression: a worker that asked for an lsn the sync thread had made
+ * durable a moment before was never called back, and its clients waited
+ * for replies forever (kura load: "no reply for 30 s").
+ */
+START_TEST(test_want_sync_of_durable_lsn_calls_back)
+{
+    struct ulog_recovery rec;
+    struct ulog *u = _open_policy(1 << 20, 0, ULOG_FSYNC_ALWAYS, &rec);
+    _Atomic int calls = 0;
+    int w = ulog_watch(u, _count_call, &calls);
+    ck_assert_int_ge(w, 0);
+    ck_assert_int_eq(ulog_start(u), 0);
+    uint64_t lsn = _append(u, "k", "v");
+    ck_assert(_wait_durable(u, lsn));
+    ulog_want_sync(u, w, lsn);
+    uint64_t deadline = util_mono_ms() + 5000;
+    while (atomic_load(&calls) == 0 && util_mono_ms() < deadline) {
+        usleep(1000);
+    }
+    ck_assert_int_eq(atomic_load(&calls), 1);
+    /* An lsn not yet durable is synced and called back as before. */
+    lsn = _append(u, "k", "w");
+    ulog_want_sync(u, w, lsn);
+    deadline = util_mono_ms() + 5000;
+    while (atomic_load(&calls) == 1 && util_mono_ms() < deadline) {
+        usleep(1000);
+    }
+    ck_assert_int_eq(atomic_load(&calls), 2);
+    ck_assert(ulog_durable(u, lsn));
+    ulog_close(u);
+}
+END_TEST
+
 START_TEST(test_u3_torn_tail_cut_at_every_offset)
 {
     struct ulog_recovery rec;
@@ -487,6 +528,7 @@ ulog_suite(void)
     tcase_add_checked_fixture(tc, _setup, _teardown);
     tcase_add_test(tc, test_u1_append_read_rotation);
     tcase_add_test(tc, test_u2_always_syncs_after_reopen);
+    tcase_add_test(tc, test_want_sync_of_durable_lsn_calls_back);
     tcase_add_test(tc, test_u3_torn_tail_cut_at_every_offset);
     tcase_add_test(tc, test_u3_corrupt_record_ends_log);
     tcase_add_test(tc, test_u4_u5_checkpoint_and_removal);
