@@ -440,8 +440,8 @@ _stats_replication(const struct stats_snapshot *snap, struct buf *out)
         ok = ok && reply_stat(out, "kura_ulog_records", "%" PRIu64,
                               u->records);
         ok = ok && reply_stat(out, "kura_ulog_syncs", "%" PRIu64, u->syncs);
-        ok = ok && reply_stat(out, "kura_ulog_sync_avg_us", "%" PRIu64,
-                              u->sync_avg_us);
+        ok = ok && reply_stat(out, "kura_ulog_sync_us", "%" PRIu64,
+                              u->sync_us);
         ok = ok && reply_stat(out, "kura_ulog_checkpoints", "%" PRIu64,
                               u->checkpoints);
         ok = ok && reply_stat(out, "kura_ulog_segments_removed", "%" PRIu64,

@@ -51,7 +51,6 @@ struct ulog {
     uint64_t syncing_lsn;  /* covered by an fdatasync in progress */
     uint64_t last_sync_ms; /* when the last fdatasync finished */
     int sync_fd;           /* descriptor an fdatasync is using, or -1 */
-    uint64_t sync_avg_us;  /* moving average of its duration */
     int retired_fd;        /* rotated out while in use: close after it */
     _Atomic uint64_t durable_pub; /* _durable_locked(), readable lock-free */
     uint64_t checkpoint_lsn;
@@ -70,6 +69,7 @@ struct ulog {
     uint64_t appends;
     uint64_t records;
     uint64_t syncs;
+    uint64_t sync_us;
     uint64_t checkpoints;
     uint64_t purged;
 };
