@@ -1061,6 +1061,7 @@ ulog_checkpoint(struct ulog *u)
     bool same = lsn == u->checkpoint_lsn;
     u->segment_done = false;
     pthread_mutex_unlock(&u->lock);
+    uint64_t db_size = u->o.db_size != NULL ? u->o.db_size(u->o.arg) : 0;
     if (!same) {
         uint64_t started = util_mono_ms();
         /* U4: the database is synced first, then the position recorded. */
@@ -1081,6 +1082,7 @@ ulog_checkpoint(struct ulog *u)
         pthread_mutex_lock(&u->lock);
         u->checkpoint_lsn = lsn;
         u->bytes_at_checkpoint = bytes;
+        u->db_at_checkpoint = db_size;
         u->checkpoints++;
         pthread_mutex_unlock(&u->lock);
         log_debug(u->o.log, "ulog: checkpoint at lsn %" PRIu64 " took %" PRIu64
@@ -1113,10 +1115,17 @@ _checkpoint_main(void *arg)
                    u->total_appended - u->bytes_at_checkpoint >=
                        u->o.checkpoint_bytes ||
                    u->segment_done;
+        uint64_t grown_from = u->db_at_checkpoint;
+        pthread_mutex_unlock(&u->lock);
+        if (!due && u->o.db_size != NULL && u->o.checkpoint_growth > 0) {
+            uint64_t size = u->o.db_size(u->o.arg);
+            due = size > grown_from &&
+                  size - grown_from >= u->o.checkpoint_growth;
+        }
         if (!due) {
+            pthread_mutex_lock(&u->lock);
             continue;
         }
-        pthread_mutex_unlock(&u->lock);
         ulog_checkpoint(u);
         last = util_mono_ms();
         pthread_mutex_lock(&u->lock);
@@ -1128,6 +1137,9 @@ _checkpoint_main(void *arg)
 int
 ulog_start(struct ulog *u)
 {
+    if (u->o.db_size != NULL) {
+        u->db_at_checkpoint = u->o.db_size(u->o.arg);
+    }
     if (pthread_create(&u->sync_thread, NULL, _sync_main, u) != 0) {
         return -1;
     }

@@ -96,10 +96,14 @@ struct ulog_options {
     uint32_t sid;              /* stamped into segment headers */
     uint32_t checkpoint_ms;    /* checkpoint at least this often */
     uint64_t checkpoint_bytes; /* ... or after this much log */
+    uint64_t checkpoint_growth; /* ... or once the database grew this much */
     struct clock *clock;       /* lsn source (shared with write stamps) */
     struct logger *log;
     /* Syncs the database file to disk; 0 on success (checkpoints). */
     int (*sync_db)(void *arg);
+    /* Size of the database file in bytes (checkpoint_growth); may be
+     * NULL. */
+    uint64_t (*db_size)(void *arg);
     /* Lowest lsn acknowledged by every known peer (UINT64_MAX if none). */
     uint64_t (*peers_acked)(void *arg);
     void *arg;

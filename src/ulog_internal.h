@@ -56,6 +56,7 @@ struct ulog {
     uint64_t checkpoint_lsn;
     bool segment_done;     /* a segment ended since the last checkpoint */
     uint64_t bytes_at_checkpoint; /* total appended when it was taken */
+    uint64_t db_at_checkpoint;    /* database size when it was taken */
     uint64_t total_appended;
     uint64_t inflight[ULOG_MAX_SLOTS]; /* first lsn not yet applied, or 0 */
     int nslots;

@@ -476,6 +476,61 @@ START_TEST(test_held_segment_does_not_repeat_checkpoints)
 }
 END_TEST
 
+static _Atomic uint64_t db_bytes;
+
+static uint64_t
+_db_size(void *arg)
+{
+    (void)arg;
+    return atomic_load(&db_bytes);
+}
+
+/* New database pages are written back once the file grew by
+ * checkpoint_growth, long before the time or log bounds. */
+START_TEST(test_checkpoint_when_database_grew)
+{
+    struct ulog_options o;
+    struct ulog_recovery rec;
+    char err[256];
+    memset(&o, 0, sizeof(o));
+    snprintf(o.dir, sizeof(o.dir), "%s/ulog", dir);
+    o.segment_max = 1 << 20;
+    o.fsync = ULOG_FSYNC_NEVER;
+    o.sid = 1;
+    o.checkpoint_ms = 1000000;
+    o.checkpoint_bytes = UINT64_MAX;
+    o.checkpoint_growth = 1 << 20;
+    o.clock = &clk;
+    o.log = &lg;
+    o.db_size = _db_size;
+    atomic_store(&db_bytes, 50 << 20); /* a large database to start with */
+    struct ulog *u = ulog_open(&o, &rec, err, sizeof(err));
+    ck_assert_msg(u != NULL, "%s", err);
+    ck_assert_int_eq(ulog_start(u), 0);
+    _append(u, "a", "1");
+    atomic_fetch_add(&db_bytes, 1 << 19); /* half the bound */
+    /* The checkpoint thread looks every second: give it 1.5 s to act
+     * wrongly. */
+    struct ulog_stats st;
+    uint64_t deadline = util_mono_ms() + 1500;
+    while (util_mono_ms() < deadline) {
+        usleep(10000);
+    }
+    ulog_stats(u, &st);
+    ck_assert_uint_eq(st.checkpoints, 0);
+    uint64_t lsn = _append(u, "b", "2");
+    atomic_fetch_add(&db_bytes, 1 << 19); /* now the whole bound */
+    deadline = util_mono_ms() + 5000;
+    do {
+        usleep(10000);
+        ulog_stats(u, &st);
+    } while (st.checkpoints == 0 && util_mono_ms() < deadline);
+    ck_assert_uint_eq(st.checkpoints, 1);
+    ck_assert_uint_eq(st.checkpoint_lsn, lsn);
+    ulog_close(u);
+}
+END_TEST
+
 START_TEST(test_u4_checkpoint_waits_for_inflight)
 {
     struct ulog_recovery rec;
@@ -535,6 +590,7 @@ ulog_suite(void)
     tcase_add_test(tc, test_u5_peer_acks_release_segments);
     tcase_add_test(tc, test_u4_checkpoint_waits_for_inflight);
     tcase_add_test(tc, test_held_segment_does_not_repeat_checkpoints);
+    tcase_add_test(tc, test_checkpoint_when_database_grew);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
