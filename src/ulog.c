@@ -1061,9 +1061,10 @@ ulog_checkpoint(struct ulog *u)
     bool same = lsn == u->checkpoint_lsn;
     u->segment_done = false;
     pthread_mutex_unlock(&u->lock);
-    uint64_t db_size = u->o.db_size != NULL ? u->o.db_size(u->o.arg) : 0;
     if (!same) {
         uint64_t started = util_mono_ms();
+        /* Read before the sync: growth from here on is the next one's. */
+        uint64_t db_size = u->o.db_size != NULL ? u->o.db_size(u->o.arg) : 0;
         /* U4: the database is synced first, then the position recorded. */
         if (u->o.sync_db != NULL && u->o.sync_db(u->o.arg) != 0) {
             log_limited(u->o.log, LOG_ERROR,

@@ -166,4 +166,26 @@ fuzz_fix_logrec_crcs(uint8_t *buf, size_t len)
     }
 }
 
+/*
+ * Runs `run` on a copy of `data` whose checksums `fix` has rewritten,
+ * unless that changed nothing (the input already had valid ones).
+ */
+static inline void
+fuzz_run_with_fixed_crcs(const uint8_t *data, size_t len,
+                         void (*fix)(uint8_t *buf, size_t len),
+                         void (*run)(const uint8_t *buf, size_t len))
+{
+    if (len == 0) {
+        return;
+    }
+    uint8_t *fixed = malloc(len);
+    FUZZ_CHECK(fixed != NULL);
+    memcpy(fixed, data, len);
+    fix(fixed, len);
+    if (memcmp(fixed, data, len) != 0) {
+        run(fixed, len);
+    }
+    free(fixed);
+}
+
 #endif

@@ -322,16 +322,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int lowest_free_fd = _lowest_free_fd();
 
     _run(data, size);
-    if (size > 0) {
-        uint8_t *fixed = malloc(size);
-        FUZZ_CHECK(fixed != NULL);
-        memcpy(fixed, data, size);
-        fuzz_fix_logrec_crcs(fixed, size);
-        if (memcmp(fixed, data, size) != 0) {
-            _run(fixed, size);
-        }
-        free(fixed);
-    }
+    fuzz_run_with_fixed_crcs(data, size, fuzz_fix_logrec_crcs, _run);
 
     FUZZ_CHECK(_lowest_free_fd() == lowest_free_fd);
     return 0;

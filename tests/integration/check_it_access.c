@@ -94,34 +94,6 @@ _cleanup(void)
     kura_cleanup(&b);
 }
 
-struct log_wait {
-    const struct kura_proc *k;
-    const char *text;
-};
-
-static bool
-_log_has(void *arg)
-{
-    struct log_wait *w = arg;
-    static char buf[1 << 16];
-    FILE *f = fopen(w->k->log, "r");
-    if (f == NULL) {
-        return false;
-    }
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return strstr(buf, w->text) != NULL;
-}
-
-/* True once `text` appears in `k`'s log, within five seconds. */
-static bool
-_logged(const struct kura_proc *k, const char *text)
-{
-    struct log_wait w = {k, text};
-    return harness_wait_for(_log_has, &w, 5000);
-}
-
 struct read_wait {
     int port;
     const char *key;
@@ -238,7 +210,7 @@ START_TEST(test_wrong_key_gets_nothing)
     _prepare_pair("the master's secret 123", "someone else's secret", false);
     _launch_pair();
     _set(a.port, "secret-thing");
-    ck_assert(_logged(&b, "failed authentication"));
+    ck_assert(kura_wait_logged(&b, "failed authentication", 5000));
     ck_assert(!_arrives(b.port, "secret-thing", 1000));
     _set(a.port, "still-served");
     _cleanup();
@@ -250,7 +222,7 @@ START_TEST(test_standby_without_key_is_told)
     _prepare_pair("the master's secret 123", NULL, false);
     _launch_pair();
     _set(a.port, "k");
-    ck_assert(_logged(&b, "requires a shared key"));
+    ck_assert(kura_wait_logged(&b, "requires a shared key", 5000));
     ck_assert(!_arrives(b.port, "k", 500));
     _cleanup();
 }
@@ -262,7 +234,7 @@ START_TEST(test_master_without_key_is_refused)
     _prepare_pair(NULL, "the standby's secret 1", false);
     _launch_pair();
     _set(a.port, "k");
-    ck_assert(_logged(&b, "did not authenticate"));
+    ck_assert(kura_wait_logged(&b, "did not authenticate", 5000));
     ck_assert(!_arrives(b.port, "k", 500));
     _cleanup();
 }
@@ -302,7 +274,7 @@ START_TEST(test_client_cannot_pull_the_log)
     const char *rest = _read_to_close(fd, &n);
     ck_assert_str_eq(rest, "REPL ERROR authentication failed\r\n");
     close(fd);
-    ck_assert(_logged(&a, "failed authentication"));
+    ck_assert(kura_wait_logged(&a, "failed authentication", 5000));
     ck_assert(_arrives(a.port, "private", 1000)); /* still serving */
     kura_cleanup(&a);
 }
@@ -371,7 +343,7 @@ START_TEST(test_garbage_from_a_master)
         junk[i] = (char)(i * 131 + 7);
     }
     kc_send(fd, junk, sizeof(junk));
-    ck_assert(_logged(&b, "garbage from"));
+    ck_assert(kura_wait_logged(&b, "garbage from", 5000));
     close(fd);
     /* A well-framed record whose checksum is wrong. */
     fd = _accept_standby(l, hello, sizeof(hello));

@@ -377,26 +377,6 @@ _start_few_buckets(void)
     ck_assert_int_eq(kura_launch(&k), 0);
 }
 
-struct log_wait {
-    const char *path;
-    const char *text;
-};
-
-static bool
-_log_has(void *arg)
-{
-    struct log_wait *w = arg;
-    static char buf[1 << 16];
-    FILE *f = fopen(w->path, "r");
-    if (f == NULL) {
-        return false;
-    }
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return strstr(buf, w->text) != NULL;
-}
-
 START_TEST(test_bnum_outgrown_warns)
 {
     int fd = kc_connect(k.port);
@@ -408,10 +388,8 @@ START_TEST(test_bnum_outgrown_warns)
     }
     ck_assert_int_eq(kc_stat(fd, "kura_db_over_bnum"), 1);
     close(fd);
-    struct log_wait w = {k.log, "hash buckets: lookups slow down"};
-    ck_assert(harness_wait_for(_log_has, &w, 5000));
-    w.text = "kura optimize";
-    ck_assert(_log_has(&w));
+    ck_assert(kura_wait_logged(&k, "hash buckets: lookups slow down", 5000));
+    ck_assert(kura_log_has(&k, "kura optimize"));
 
     /* The advice works: stop, rebuild with more buckets, start again. */
     ck_assert_int_eq(kura_stop(&k, 10000), 0);

@@ -56,6 +56,39 @@ harness_wait_for(bool (*cond)(void *), void *arg, int timeout_ms)
     }
 }
 
+bool
+kura_log_has(const struct kura_proc *k, const char *text)
+{
+    static char buf[1 << 16];
+    FILE *f = fopen(k->log, "r");
+    if (f == NULL) {
+        return false;
+    }
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, text) != NULL;
+}
+
+struct log_wait {
+    const struct kura_proc *k;
+    const char *text;
+};
+
+static bool
+_logged(void *arg)
+{
+    struct log_wait *w = arg;
+    return kura_log_has(w->k, w->text);
+}
+
+bool
+kura_wait_logged(const struct kura_proc *k, const char *text, int timeout_ms)
+{
+    struct log_wait w = {k, text};
+    return harness_wait_for(_logged, &w, timeout_ms);
+}
+
 int
 harness_free_port(void)
 {

@@ -110,6 +110,13 @@ bool kc_wait_closed(int fd, int timeout_ms);
  */
 bool harness_wait_for(bool (*cond)(void *), void *arg, int timeout_ms);
 
+/* True if `text` is in the first 64 KiB of `k`'s log file. */
+bool kura_log_has(const struct kura_proc *k, const char *text);
+
+/* True once `text` appears in `k`'s log, within `timeout_ms`. */
+bool kura_wait_logged(const struct kura_proc *k, const char *text,
+                      int timeout_ms);
+
 /*
  * Sends "stats" and returns the value of `name`, or -1 if it is missing or
  * the request failed.
