@@ -36,11 +36,14 @@ struct ulog {
     pthread_cond_t grown;     /* broadcast on every append and sync */
     pthread_cond_t sync_cond; /* wakes the sync thread */
     pthread_cond_t cp_cond;   /* wakes the checkpoint thread */
+    pthread_cond_t zeroed;    /* a chunk of zeros was written (U6) */
     struct segment *segs;
     size_t nsegs;
     size_t cap;
     int active_fd;
     uint64_t prepared;     /* bytes of the active segment on disk (U3) */
+    uint64_t zeroing_no;   /* segment whose zeros are being written, or 0 */
+    uint64_t zeroing_from; /* ... from this offset (U6) */
     uint64_t space_end;    /* active segment allocated up to here */
     uint64_t reserved;     /* bytes reserved by appenders (ulog_reserve) */
     bool space_unsupported;      /* no fallocate: no guarantee */

@@ -262,6 +262,37 @@ START_TEST(test_u2_always_syncs_after_reopen)
 }
 END_TEST
 
+/*
+ * Regression: the sync thread wrote zeros ahead of the append position
+ * without the log's lock, from the end it saw. Right after a rotation that
+ * end is where appends go next, so an append landing before the zeros
+ * was wiped out, and recovery or a reader stopped there.
+ */
+START_TEST(test_prepared_zeros_never_overwrite_appends)
+{
+    struct ulog_recovery rec;
+    peers_acked = 0; /* a peer holds every segment: none is removed */
+    /* Tiny segments: a rotation, and a fresh prepare, every ~40 records. */
+    struct ulog *u = _open_policy(2048, 1000000, ULOG_FSYNC_ALWAYS, &rec);
+    ck_assert_int_eq(ulog_start(u), 0);
+    char key[32];
+    uint64_t lsn = 0;
+    const int total = 6000;
+    for (int i = 0; i < total; i++) {
+        snprintf(key, sizeof(key), "z%d", i);
+        lsn = _append(u, key, "0123456789");
+    }
+    ck_assert(_wait_durable(u, lsn));
+    ck_assert_int_eq(_read_all(u, 0, "z"), total);
+    ulog_close(u);
+    u = _open_policy(2048, 1000000, ULOG_FSYNC_ALWAYS, &rec);
+    ck_assert_uint_eq(rec.last_seq, (uint64_t)total);
+    ck_assert_uint_eq(rec.last_lsn, lsn);
+    ck_assert_int_eq(_read_all(u, 0, "z"), total);
+    ulog_close(u);
+}
+END_TEST
+
 static void
 _segment_path(char *out, size_t len, int no)
 {
@@ -584,6 +615,7 @@ ulog_suite(void)
     tcase_add_test(tc, test_u1_append_read_rotation);
     tcase_add_test(tc, test_u2_always_syncs_after_reopen);
     tcase_add_test(tc, test_want_sync_of_durable_lsn_calls_back);
+    tcase_add_test(tc, test_prepared_zeros_never_overwrite_appends);
     tcase_add_test(tc, test_u3_torn_tail_cut_at_every_offset);
     tcase_add_test(tc, test_u3_corrupt_record_ends_log);
     tcase_add_test(tc, test_u4_u5_checkpoint_and_removal);
