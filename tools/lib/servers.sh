@@ -1,0 +1,28 @@
+# servers.sh: helpers for the benchmark scripts that start servers on
+# loopback.
+#
+#   . tools/lib/servers.sh
+#   port=$(kura_free_port)
+#   kura_wait_ready PORT SECONDS WHO   # WHO names the caller in the error
+
+# Prints a TCP port on 127.0.0.1 that nothing listens on right now.
+kura_free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# Waits until the server on PORT answers "version", for at most SECONDS;
+# otherwise says so (as WHO) and exits 1.
+kura_wait_ready() {
+    local port=$1 deadline=$((SECONDS + $2)) who=$3
+    while [ $SECONDS -lt $deadline ]; do
+        if python3 - "$port" <<'PY' 2>/dev/null; then return 0; fi
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)
+s.sendall(b"version\r\n")
+sys.exit(0 if s.recv(100).startswith(b"VERSION") else 1)
+PY
+        sleep 0.05
+    done
+    echo "$who: server on port $port did not start" >&2
+    exit 1
+}
