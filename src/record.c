@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "crc32c.h"
+
 #define PRESENT_FLAGS 0x01u
 #define PRESENT_EXPTIME 0x02u
 #define PRESENT_CAS 0x04u
@@ -50,8 +52,9 @@ size_t
 record_encode(const struct record_meta *m, uint8_t *out)
 {
     uint8_t present = 0;
-    size_t n = 2;
+    size_t n = RECORD_SEAL_OFF + 4;
 
+    _put_u32(out + RECORD_SEAL_OFF, 0);
     _put_u64(out + n, m->ts);
     n += 8;
     uint32_t sid = m->sid;
@@ -84,9 +87,10 @@ enum record_status
 record_decode(const uint8_t *buf, size_t len, struct record_meta *m,
               const uint8_t **value, size_t *vlen)
 {
-    size_t n = 2;
+    unsigned version = len > 0 ? buf[0] >> 4 : 0;
+    size_t n = version == RECORD_VERSION ? RECORD_SEAL_OFF + 4 : 2;
 
-    if (len < 2 + 8 + 1 || (buf[0] >> 4) != RECORD_VERSION) {
+    if ((version != 1 && version != RECORD_VERSION) || len < n + 8 + 1) {
         return RECORD_ECORRUPT;
     }
     unsigned kind = buf[0] & 0x0f;
@@ -138,6 +142,55 @@ record_decode(const uint8_t *buf, size_t len, struct record_meta *m,
     *value = buf + n;
     *vlen = len - n;
     return RECORD_OK;
+}
+
+/* The seal of a version-2 record: the salt, the key's length and bytes,
+ * then the record with its seal field left out. */
+static uint32_t
+_seal_of(const uint8_t *rec, size_t len, const void *key, size_t nkey,
+         uint32_t salt)
+{
+    uint8_t head[8];
+    _put_u32(head, salt);
+    _put_u32(head + 4, (uint32_t)nkey);
+    uint32_t crc = crc32c(0, head, sizeof(head));
+    crc = crc32c(crc, key, nkey);
+    crc = crc32c(crc, rec, RECORD_SEAL_OFF);
+    return crc32c(crc, rec + RECORD_SEAL_OFF + 4,
+                  len - RECORD_SEAL_OFF - 4);
+}
+
+void
+record_seal(uint8_t *rec, size_t len, const void *key, size_t nkey,
+            uint32_t salt)
+{
+    struct record_meta m;
+    const uint8_t *v;
+    size_t vlen;
+    if (record_decode(rec, len, &m, &v, &vlen) != RECORD_OK ||
+        (rec[0] >> 4) != RECORD_VERSION) {
+        return;
+    }
+    _put_u32(rec + RECORD_SEAL_OFF, _seal_of(rec, len, key, nkey, salt));
+}
+
+enum record_status
+record_verify(const uint8_t *rec, size_t len, const void *key, size_t nkey,
+              uint32_t salt)
+{
+    struct record_meta m;
+    const uint8_t *v;
+    size_t vlen;
+    if (record_decode(rec, len, &m, &v, &vlen) != RECORD_OK) {
+        return RECORD_ECORRUPT;
+    }
+    if ((rec[0] >> 4) != RECORD_VERSION) {
+        return RECORD_UNSEALED;
+    }
+    return _get_u32(rec + RECORD_SEAL_OFF) ==
+                   _seal_of(rec, len, key, nkey, salt)
+               ? RECORD_OK
+               : RECORD_ECORRUPT;
 }
 
 int

@@ -10,14 +10,28 @@
  * Encoding (little-endian), compact because a record for a last-login
  * timestamp is only ~30 bytes of key and value:
  *
- *   u8  version (high nibble, = 1) | kind (low nibble)
+ *   u8  version (high nibble, = 2) | kind (low nibble)
  *   u8  presence bits: FLAGS, EXPTIME, CAS (cas stored only if != ts)
+ *   u32 seal         CRC32C of the database's salt, the key and every
+ *                    other byte of the record (record_seal); 0 until
+ *                    the record is stored
  *   u64 ts           microseconds since the epoch, origin write time
  *   varint sid       origin server id
  *   [u32 flags]      when FLAGS
  *   [u32 exptime]    when EXPTIME; absolute unix seconds, absent = never
  *   [u64 cas]        when CAS; otherwise cas == ts
  *   value bytes      the rest
+ *
+ * Version 1 (written before the seal existed) is the same without the
+ * seal; it is still read, and cannot be verified.
+ *
+ * Why a seal: the database file is written in place and, between two
+ * checkpoints, the kernel writes its pages back in any order. After a
+ * power cut a record can be half old and half new. The seal tells an
+ * intact record from a torn one (store.h, D3), so recovery never serves
+ * a torn value or invents a key. It is keyed with a random per-database
+ * salt so that a client cannot plant, inside a value, a record that
+ * recovery would take for a real one.
  *
  * Pure functions; no allocation; any thread.
  */
@@ -27,9 +41,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RECORD_VERSION 1
-/* Largest envelope: 2 + 8 + 5 + 4 + 4 + 8. */
-#define RECORD_HEADER_MAX 31
+#define RECORD_VERSION 2
+/* Largest envelope: 2 + 4 + 8 + 5 + 4 + 4 + 8. */
+#define RECORD_HEADER_MAX 35
+/* Where the seal sits in a version-2 envelope. */
+#define RECORD_SEAL_OFF 2
 
 enum record_kind {
     RECORD_VALUE = 1,     /* a live value (possibly expired) */
@@ -38,7 +54,10 @@ enum record_kind {
 
 enum record_status {
     RECORD_OK = 0,
-    RECORD_ECORRUPT, /* bytes are not a valid envelope */
+    RECORD_ECORRUPT,  /* bytes are not a valid envelope, or the seal
+                         does not match */
+    RECORD_UNSEALED,  /* record_verify(): a version-1 record, which
+                         carries no seal to check */
 };
 
 struct record_meta {
@@ -51,8 +70,9 @@ struct record_meta {
 };
 
 /*
- * Encodes `m` into `out`, which must hold RECORD_HEADER_MAX bytes.
- * Returns the number of bytes written (the value follows them).
+ * Encodes `m` into `out`, which must hold RECORD_HEADER_MAX bytes, as a
+ * version-2 envelope with a zero seal. Returns the number of bytes written
+ * (the value follows them).
  */
 size_t record_encode(const struct record_meta *m, uint8_t *out);
 
@@ -64,6 +84,23 @@ size_t record_encode(const struct record_meta *m, uint8_t *out);
 enum record_status record_decode(const uint8_t *buf, size_t len,
                                  struct record_meta *m, const uint8_t **value,
                                  size_t *vlen);
+
+/*
+ * Seals the stored form of a record: `rec` is the envelope and value
+ * (`len` bytes) stored under `key` (`nkey` bytes) in a database whose
+ * salt is `salt`. Writes the seal into the envelope; a version-1 or
+ * malformed envelope is left as it is.
+ */
+void record_seal(uint8_t *rec, size_t len, const void *key, size_t nkey,
+                 uint32_t salt);
+
+/*
+ * Checks a stored record against its seal. Returns RECORD_OK when the
+ * envelope decodes and the seal matches, RECORD_UNSEALED for a
+ * well-formed version-1 record, and RECORD_ECORRUPT otherwise.
+ */
+enum record_status record_verify(const uint8_t *rec, size_t len,
+                                 const void *key, size_t nkey, uint32_t salt);
 
 /*
  * Returns nonzero if the change described by `a` wins over `b` under the

@@ -57,9 +57,8 @@ recovery_redo(struct txn_engine *eng, struct ulog *ulog, uint64_t from,
     txn_batch_deinit(&b);
     ulog_reader_close(r);
     if (rc == 0 && res->records > 0) {
-        log_info(log, "redo: %" PRIu64 " records after the checkpoint, %"
-                 PRIu64 " of them missing from the database and applied",
-                 res->records, res->applied);
+        log_info(log, "redo: %" PRIu64 " records after the checkpoint "
+                 "replayed", res->records);
     }
     return rc;
 }

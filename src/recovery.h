@@ -2,10 +2,12 @@
  * recovery: brings the database up to date with the update log at start.
  *
  * After an unclean stop the database may lack changes that were logged,
- * and answered, after the last checkpoint (U4). Redo reads every record
- * after the checkpoint and applies it with txn_redo(): a record whose
- * (stamp, server id) is not newer than what the database holds is
- * skipped, so redo is idempotent and a clean stop redoes nothing.
+ * and answered, after the last checkpoint (U4), or hold them torn or half
+ * applied. Redo reads every record after the checkpoint and applies it
+ * with txn_redo(), in log order and whatever the database holds
+ * (store.h, D5): each record carries the key's whole resulting state, so
+ * replaying is idempotent and the last record of a key is its state. A
+ * clean stop checkpoints at the last record, so it redoes nothing.
  *
  * Runs single-threaded, before any worker or replication thread starts.
  */
@@ -20,8 +22,8 @@
 #include "ulog.h"
 
 struct recovery_result {
-    uint64_t records; /* read after the checkpoint */
-    uint64_t applied; /* newer than the database, so applied */
+    uint64_t records; /* read after the checkpoint and replayed */
+    uint64_t applied; /* the same (kept for the tools' output) */
 };
 
 /*

@@ -443,11 +443,14 @@ _session(struct repl_slave *s, int fd)
                          REPL_FRAME_MAX + (1 << 16))) {
             break;
         }
-        if (txn_commit(&s->batch) != TXN_OK) {
+        /* T8: under "always" a change is applied here only once it is
+         * durable here (store.h D1): a standby whose disk loses power
+         * with its master must not hold a half-written record that only
+         * an unsynced change explains. So wait for the sync, then apply. */
+        if (txn_wait_applied(&s->batch) != TXN_OK) {
             break;
         }
-        /* Acknowledged only once durable here (the sync thread makes it
-         * so without this loop waiting; see _durable_position()). */
+        /* Acknowledged only once durable here (see _durable_position()). */
         if (!ss.in_snapshot) {
             _push(s, s->batch.last_lsn, ss.pos_lsn, ss.pos_seq);
         }
@@ -455,7 +458,7 @@ _session(struct repl_slave *s, int fd)
             break;
         }
     }
-    txn_commit(&s->batch);
+    txn_wait_applied(&s->batch);
     _acknowledge(s, &ss, fd, true);
     buf_deinit(&ss.in);
 }

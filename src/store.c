@@ -8,15 +8,21 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <tchdb.h>
 #include <tcutil.h>
+#include <unistd.h>
 
+#include "atomicfile.h"
 #include "dbcheck.h"
+#include "record.h"
+#include "salvage.h"
+#include "tcfile.h"
 #include "util.h"
 
 /* Allocation beyond what is reserved, so most reservations need no call. */
@@ -31,6 +37,8 @@ struct store {
     _Atomic bool space_unsupported;  /* no fallocate: no guarantee */
     TCHDB *hdb; /* DBSPEC_HASH_FILE */
     TCMDB *mdb; /* DBSPEC_HASH_MEMORY */
+    uint32_t salt; /* seals records (D3) */
+    int lock_fd;   /* flock()ed `path`.lock, held while open */
     char path[DBSPEC_PATH_MAX];
 };
 
@@ -41,9 +49,195 @@ _hdb_status(struct store *s)
     return ecode == TCENOREC ? STORE_NOTFOUND : STORE_EIO;
 }
 
+/* Writes `len` bytes at `off` of `path` and syncs them; 0 or -1. */
+static int
+_patch(const char *path, uint64_t off, const void *p, size_t len)
+{
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    int rc = pwrite(fd, p, len, (off_t)off) == (ssize_t)len &&
+                     fdatasync(fd) == 0
+                 ? 0
+                 : -1;
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
 static bool
-_open_hash_file(struct store *s, const struct dbspec *spec, char *err,
-                size_t errlen)
+_check(const char *path, unsigned flags, struct store_open_report *rep,
+       char *err, size_t errlen)
+{
+    uint64_t began = util_mono_ms();
+    enum dbcheck_status cs = dbcheck_file(path, flags, &rep->check);
+    rep->check_ms = util_mono_ms() - began;
+    if (cs == DBCHECK_EIO) {
+        snprintf(err, errlen, "cannot read database %s: %s", path,
+                 strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+/*
+ * D2: a new database appears whole or not at all: it is made under a
+ * temporary name with its salt, synced, marked clean and renamed into
+ * place, and the directory synced.
+ */
+static int
+_create(struct store *s, const struct dbspec *spec, char *err,
+        size_t errlen)
+{
+    char tmp[DBSPEC_PATH_MAX + 16];
+    snprintf(tmp, sizeof(tmp), "%s.new", spec->path);
+    unlink(tmp);
+    TCHDB *hdb = tchdbnew();
+    bool ok = hdb != NULL &&
+              tchdbtune(hdb, spec->bnum, (int8_t)spec->apow,
+                        (int8_t)spec->fpow, spec->opts) &&
+              tchdbopen(hdb, tmp, HDBOWRITER | HDBOCREAT | HDBOTRUNC);
+    if (ok) {
+        if (getrandom(&s->salt, sizeof(s->salt), 0) !=
+            (ssize_t)sizeof(s->salt)) {
+            s->salt = (uint32_t)util_mono_ms() ^ (uint32_t)getpid();
+        }
+        struct tcfile_kura k = {true, s->salt, false};
+        tcfile_kura_encode(&k, (uint8_t *)tchdbopaque(hdb));
+        ok = tchdbclose(hdb);
+    }
+    const char *why = hdb != NULL ? tchdberrmsg(tchdbecode(hdb))
+                                  : "out of memory";
+    if (hdb != NULL) {
+        tchdbdel(hdb);
+    }
+    uint8_t one = 1;
+    int fd = ok ? open(tmp, O_RDWR | O_CLOEXEC) : -1;
+    ok = ok && fd >= 0 && fsync(fd) == 0;
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (!ok || _patch(tmp, TCFILE_KURA_CLEAN_OFF, &one, 1) != 0 ||
+        rename(tmp, spec->path) != 0 ||
+        atomicfile_sync_dir(spec->path) != 0) {
+        snprintf(err, errlen, "cannot create database %s: %s", spec->path,
+                 ok ? strerror(errno) : why);
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * D2, D4: decides from the file's own marks whether the last stop was
+ * clean, proves the file sound (or rebuilds it, after an unclean stop),
+ * and clears the clean mark durably before anything can change the file.
+ */
+static bool
+_prepare_file(struct store *s, const struct dbspec *spec,
+              struct store_open_report *rep, char *err, size_t errlen)
+{
+    struct tcfile f;
+    char why[160];
+    enum tcfile_status ts = tcfile_open(&f, spec->path, why, sizeof(why));
+    if (ts == TCFILE_EMPTY) {
+        if (_create(s, spec, err, errlen) != 0) {
+            return false;
+        }
+        rep->created = true;
+        ts = tcfile_open(&f, spec->path, why, sizeof(why));
+    }
+    if (ts == TCFILE_EIO) {
+        snprintf(err, errlen, "cannot read database %s: %s", spec->path,
+                 strerror(errno));
+        return false;
+    }
+    if (ts == TCFILE_BAD) {
+        /* A new file appears whole (D2), so no crash leaves a header
+         * like this: it is not a database kurad made. */
+        snprintf(err, errlen, "database %s is damaged at offset 0: %s; move "
+                 "it aside and restore it from a replica (start with -mhost "
+                 "and an empty database for a full resync) or a backup",
+                 spec->path, why);
+        return false;
+    }
+    struct tcfile_kura k = {false, 0, false};
+    uint8_t flags = 0;
+    bool big_endian = false;
+    if (ts == TCFILE_OK) {
+        tcfile_kura_decode(f.map + TCFILE_OPAQUE_OFF, &k);
+        flags = f.flags;
+        big_endian = f.big_endian;
+        tcfile_close(&f);
+    }
+    bool tc_open = (flags & TCFILE_FLAG_OPEN) != 0;
+    /* Files from before the clean mark have only Tokyo Cabinet's flag. */
+    rep->unclean = tc_open || (k.present && !k.clean);
+    if (!_check(spec->path, rep->unclean ? DBCHECK_DEEP : 0, rep, err,
+                errlen)) {
+        return false;
+    }
+    if (rep->check.damage[0] != '\0' && !rep->unclean) {
+        /* Damage after a clean stop is not a crash kura caused or can
+         * reason about (a failing disk, a file edited by hand). */
+        snprintf(err, errlen, "database %s is damaged at offset %" PRIu64
+                 ": %s; move it aside and restore it from a replica (start "
+                 "with -mhost and an empty database for a full resync) or a "
+                 "backup; `kura check` reports the damage", spec->path,
+                 rep->check.damage_offset, rep->check.damage);
+        return false;
+    }
+    if (rep->check.damage[0] != '\0') {
+        struct salvage_tuning t;
+        salvage_tuning_keep(&t);
+        t.xmsiz = spec->xmsiz >= 0 ? spec->xmsiz : STORE_DEFAULT_XMSIZ;
+        uint64_t began = util_mono_ms();
+        if (salvage_rebuild(spec->path, &t, &rep->salvage, err, errlen) !=
+            0) {
+            return false;
+        }
+        rep->salvage_ms = util_mono_ms() - began;
+        rep->salvaged = true;
+        struct store_open_report again;
+        memset(&again, 0, sizeof(again));
+        if (!_prepare_file(s, spec, &again, err, errlen)) {
+            return false;
+        }
+        rep->needs_area = again.needs_area;
+        return true;
+    }
+    /* Sound: make Tokyo Cabinet treat it as not closed (it then ignores
+     * its saved free block list, which a torn close may have left
+     * half-written), fix the record count a crash can leave behind, and
+     * clear the clean mark before the first change. */
+    uint8_t flag = flags | TCFILE_FLAG_OPEN;
+    uint8_t zero = 0;
+    uint8_t rnum[8];
+    for (int i = 0; i < 8; i++) {
+        int shift = big_endian ? 8 * (7 - i) : 8 * i;
+        rnum[i] = (uint8_t)(rep->check.records >> shift);
+    }
+    bool miscounted = rep->check.records != rep->check.header_records;
+    if ((rep->unclean && !tc_open &&
+         _patch(spec->path, TCFILE_FLAGS_OFF, &flag, 1) != 0) ||
+        (rep->unclean && miscounted &&
+         _patch(spec->path, TCFILE_RNUM_OFF, rnum, sizeof(rnum)) != 0) ||
+        (k.present && _patch(spec->path, TCFILE_KURA_CLEAN_OFF, &zero, 1) !=
+                          0)) {
+        snprintf(err, errlen, "cannot update database %s: %s", spec->path,
+                 strerror(errno));
+        return false;
+    }
+    s->salt = k.salt;
+    rep->needs_area = !k.present;
+    return true;
+}
+
+static bool
+_open_hash_file(struct store *s, const struct dbspec *spec,
+                struct store_open_report *rep, char *err, size_t errlen)
 {
     s->hdb = tchdbnew();
     if (s->hdb == NULL || !tchdbsetmutex(s->hdb) ||
@@ -65,21 +259,15 @@ _open_hash_file(struct store *s, const struct dbspec *spec, char *err,
         snprintf(err, errlen, "cannot set dfunit");
         return false;
     }
-    /* Tokyo Cabinet trusts its file; a damaged one must stop us here,
-     * not abort the process in the middle of a lookup later. */
-    struct dbcheck_report rep;
-    enum dbcheck_status cs = dbcheck_file(spec->path, &rep);
-    if (cs == DBCHECK_DAMAGED) {
-        snprintf(err, errlen, "database %s is damaged at offset %" PRIu64
-                 ": %s; move it aside and restore it from a replica (start "
-                 "with -mhost and an empty database for a full resync) or a "
-                 "backup; `kura check` reports the damage", spec->path,
-                 rep.damage_offset, rep.damage);
+    /* One process at a time, before the file is even looked at: what
+     * follows may rebuild it. Tokyo Cabinet's own lock comes later and
+     * does not survive the rebuild's rename. */
+    if (store_lock(spec->path, &s->lock_fd, err, errlen) != 0) {
         return false;
     }
-    if (cs == DBCHECK_EIO) {
-        snprintf(err, errlen, "cannot read database %s: %s", spec->path,
-                 strerror(errno));
+    /* Tokyo Cabinet trusts its file; a damaged one must be dealt with
+     * here, not abort the process in the middle of a lookup later. */
+    if (!_prepare_file(s, spec, rep, err, errlen)) {
         return false;
     }
     /* Non-blocking lock: a second daemon on the same file fails at once. */
@@ -95,19 +283,61 @@ _open_hash_file(struct store *s, const struct dbspec *spec, char *err,
                  tchdberrmsg(ecode), ecode == TCEOPEN ? ": " : "", hint);
         return false;
     }
+    if (rep->needs_area) {
+        /* D3: a file from before seals gets a salt of its own, on disk
+         * before the first sealed record goes in. */
+        if (getrandom(&s->salt, sizeof(s->salt), 0) !=
+            (ssize_t)sizeof(s->salt)) {
+            s->salt = (uint32_t)util_mono_ms() ^ (uint32_t)getpid();
+        }
+        struct tcfile_kura k = {true, s->salt, false};
+        tcfile_kura_encode(&k, (uint8_t *)tchdbopaque(s->hdb));
+        if (!tchdbsync(s->hdb)) {
+            snprintf(err, errlen, "cannot sync database %s: %s", spec->path,
+                     strerror(errno));
+            return false;
+        }
+    }
     return true;
 }
 
+int
+store_lock(const char *path, int *fd, char *err, size_t errlen)
+{
+    char lock[DBSPEC_PATH_MAX + 16];
+    snprintf(lock, sizeof(lock), "%s.lock", path);
+    *fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (*fd < 0 || flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+        int saved = errno;
+        if (saved == EWOULDBLOCK) {
+            snprintf(err, errlen, "cannot lock database %s: another process "
+                     "is using it", path);
+        } else {
+            snprintf(err, errlen, "cannot open database %s: %s", path,
+                     strerror(saved));
+        }
+        if (*fd >= 0) {
+            close(*fd);
+        }
+        *fd = -1;
+        return -1;
+    }
+    return 0;
+}
+
 struct store *
-store_open(const struct dbspec *spec, char *err, size_t errlen)
+store_open(const struct dbspec *spec, struct store_open_report *rep,
+           char *err, size_t errlen)
 {
     struct store *s = calloc(1, sizeof(*s));
+    struct store_open_report ignored;
 
     if (s == NULL) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     s->kind = spec->kind;
+    s->lock_fd = -1;
     pthread_mutex_init(&s->iter_lock, NULL);
     pthread_mutex_init(&s->space_lock, NULL);
     util_strlcpy(s->path, spec->path, sizeof(s->path));
@@ -120,9 +350,16 @@ store_open(const struct dbspec *spec, char *err, size_t errlen)
         }
         return s;
     }
-    if (!_open_hash_file(s, spec, err, errlen)) {
+    if (rep == NULL) {
+        rep = &ignored;
+    }
+    memset(rep, 0, sizeof(*rep));
+    if (!_open_hash_file(s, spec, rep, err, errlen)) {
         if (s->hdb != NULL) {
             tchdbdel(s->hdb);
+        }
+        if (s->lock_fd >= 0) {
+            close(s->lock_fd);
         }
         free(s);
         return NULL;
@@ -140,11 +377,24 @@ store_close(struct store *s)
         return STORE_OK;
     }
     if (s->hdb != NULL) {
-        /* tchdbclose() does not fsync; sync first so a clean stop is durable. */
+        /* D2: tchdbclose() does not fsync; sync before and after it, and
+         * only then mark the stop clean. */
         if (!tchdbsync(s->hdb) || !tchdbclose(s->hdb)) {
             st = STORE_EIO;
         }
         tchdbdel(s->hdb);
+        uint8_t one = 1;
+        int fd = open(s->path, O_RDWR | O_CLOEXEC);
+        if (st != STORE_OK || fd < 0 || fsync(fd) != 0 ||
+            _patch(s->path, TCFILE_KURA_CLEAN_OFF, &one, 1) != 0) {
+            st = STORE_EIO;
+        }
+        if (fd >= 0) {
+            close(fd);
+        }
+    }
+    if (s->lock_fd >= 0) {
+        close(s->lock_fd);
     }
     if (s->mdb != NULL) {
         tcmdbdel(s->mdb);
@@ -205,13 +455,14 @@ store_value_release(struct store_value *v)
 }
 
 enum store_status
-store_put(struct store *s, const void *key, size_t nkey, const void *rec,
+store_put(struct store *s, const void *key, size_t nkey, uint8_t *rec,
           size_t len)
 {
     if (s->mdb != NULL) {
         tcmdbput(s->mdb, key, (int)nkey, rec, (int)len);
         return STORE_OK;
     }
+    record_seal(rec, len, key, nkey, s->salt); /* D3 */
     if (!tchdbput(s->hdb, key, (int)nkey, rec, (int)len)) {
         return STORE_EIO;
     }

@@ -12,8 +12,48 @@
  * Durability: a successful store_put()/store_out() has reached the kernel
  * (Tokyo Cabinet writes through its shared mapping or pwrite(); it buffers
  * nothing in the process as long as tchdbputasync() is never used), so it
- * survives the death of the process. Surviving power loss needs
- * store_sync(), which the update log's checkpoints call.
+ * survives the death of the process. Surviving power loss needs more, and
+ * this is the design:
+ *
+ * The file is written in place and synced only at checkpoints. Between
+ * two, the kernel writes dirty pages back whenever it likes and in any
+ * order, so after a power cut the file is the last checkpoint's state plus
+ * any subset of later pages, some of them torn at 512-byte boundaries.
+ * Nothing here can stop that; instead every later change is recoverable
+ * from the update log, and the file is proven sound, or rebuilt, before
+ * Tokyo Cabinet sees it. Invariants (tests cite these numbers):
+ *
+ *   D1. Under -fsync always the file is changed only by changes whose log
+ *       records are already durable (txn.h applies a group of changes only
+ *       after the log's fdatasync covers it). Every byte that differs from
+ *       the last checkpoint therefore belongs to a change the log holds
+ *       after the checkpoint, including changes never acknowledged.
+ *   D2. The file's marks tell a clean stop from any other: a new file
+ *       appears whole (made under a temporary name, synced, renamed, the
+ *       directory synced); the clean mark (tcfile.h, in Tokyo Cabinet's
+ *       opaque header) is cleared durably before the first change, and
+ *       set durably only after a close that synced everything.
+ *   D3. Every stored record is sealed (record.h) with the file's salt, so
+ *       a torn record is told from an intact one.
+ *   D4. After an unclean stop the file is checked in full before it is
+ *       opened (dbcheck.h, DBCHECK_DEEP); a file that fails is rebuilt
+ *       from its intact records (salvage.h) and replaced atomically. A
+ *       damaged file after a clean stop is refused: that is a failing
+ *       disk or a hand edit, not a crash.
+ *   D5. Redo after an unclean stop replays every logged change after the
+ *       checkpoint, in log order, whatever the file holds (recovery.h):
+ *       with D1 that restores every change the file may have lost or
+ *       half-written.
+ *   D6. Salvage trusts only intact records; of several copies of a key it
+ *       keeps the newest by (stamp, server id).
+ *   D7. Tokyo Cabinet's free block list, written at close, is ignored
+ *       after an unclean stop (the open flag is set before it opens the
+ *       file), so a half-written list can never hand out live space.
+ *
+ * Under -fsync N, -fsync never, -uas and -ulog off, D1 does not hold: a
+ * record changed shortly before a power cut can be lost along with its
+ * earlier value (README, "What survives what"). D2-D7 still hold, so
+ * kurad always starts by itself.
  *
  * store.c also defines sched_yield() as a no-op for the whole process, to
  * silence the micro-yields compiled into Debian's Tokyo Cabinet (see there).
@@ -29,7 +69,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dbcheck.h"
 #include "dbspec.h"
+#include "salvage.h"
 
 enum store_status {
     STORE_OK = 0,
@@ -47,16 +89,41 @@ struct store_value {
     void *owned; /* heap copy made by Tokyo Cabinet, or NULL */
 };
 
-/*
- * Opens (creating if needed) the database described by `spec`.
- * Returns the store, or NULL with a one-line reason in `err` (`errlen`).
- * The caller closes it with store_close().
- */
-struct store *store_open(const struct dbspec *spec, char *err, size_t errlen);
+/* What store_open() found and did, for the log. */
+struct store_open_report {
+    bool created;     /* a new file was made */
+    bool unclean;     /* the last stop was not clean (D2) */
+    bool salvaged;    /* the file was rebuilt (D4) */
+    bool needs_area;  /* internal: a file from before seals */
+    struct dbcheck_report check;
+    uint64_t check_ms;
+    struct salvage_report salvage;
+    uint64_t salvage_ms;
+};
 
 /*
- * Closes the database after syncing it to disk. Returns STORE_OK or
- * STORE_EIO (the store is freed either way). NULL is ignored.
+ * Opens (creating if needed) the database described by `spec`, after
+ * D2/D4 above: an unclean file is checked in full and rebuilt if needed.
+ * `rep` (may be NULL) says what happened. Returns the store, or NULL with
+ * a one-line reason in `err` (`errlen`). The caller closes it with
+ * store_close().
+ */
+struct store *store_open(const struct dbspec *spec,
+                         struct store_open_report *rep, char *err,
+                         size_t errlen);
+
+/*
+ * Takes the database's process lock (flock on `path`.lock) without
+ * waiting, as store_open() does; for tools that rewrite a stopped
+ * database. Sets `*fd` (the caller closes it to unlock). Returns 0, or -1
+ * with a reason in `err`.
+ */
+int store_lock(const char *path, int *fd, char *err, size_t errlen);
+
+/*
+ * Closes the database after syncing it to disk and marks the stop clean
+ * (D2). Returns STORE_OK or STORE_EIO (the store is freed either way).
+ * NULL is ignored.
  */
 enum store_status store_close(struct store *s);
 
@@ -73,9 +140,12 @@ enum store_status store_get(struct store *s, const void *key, size_t nkey,
 /* Frees the heap copy of `v`, if any. */
 void store_value_release(struct store_value *v);
 
-/* Stores `len` record bytes under `key`, replacing any previous record. */
+/*
+ * Stores `len` record bytes (an envelope and value, record.h) under
+ * `key`, replacing any previous record. Seals `rec` in place first (D3).
+ */
 enum store_status store_put(struct store *s, const void *key, size_t nkey,
-                            const void *rec, size_t len);
+                            uint8_t *rec, size_t len);
 
 /* Removes the record for `key`. Returns STORE_OK or STORE_NOTFOUND/EIO. */
 enum store_status store_out(struct store *s, const void *key, size_t nkey);

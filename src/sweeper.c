@@ -60,6 +60,7 @@ sweeper_slice(struct sweeper *sw, unsigned max_keys)
             }
             store_iter_init(sw->eng->store);
             store_iter_release(sw->eng->store);
+            txn_wait_applied(&sw->batch); /* T8: retirements go through the log */
             atomic_fetch_add(&sw->cycles, 1);
             atomic_fetch_add(&sw->examined, n);
             return 0;
@@ -89,6 +90,7 @@ sweeper_slice(struct sweeper *sw, unsigned max_keys)
         }
     }
     store_iter_release(sw->eng->store);
+    txn_wait_applied(&sw->batch);
     atomic_fetch_add(&sw->examined, n);
     return n;
 }

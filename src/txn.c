@@ -9,6 +9,7 @@
  */
 #include "txn.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,6 +26,8 @@
 #define TXN_ENOSPC_BACKOFF_MS 100
 /* Reservations are taken in grants, so most changes need no call. */
 #define TXN_SPACE_GRANT ((uint64_t)1 << 20)
+/* Groups a batch lets wait for durability before it waits itself (T8). */
+#define TXN_WAITING_MAX 256
 #define NO_STRIPE UINT32_MAX
 
 static uint32_t
@@ -33,17 +36,44 @@ _stripe_of(const struct txn_engine *eng, const char *key, size_t nkey)
     return (uint32_t)(util_hash(key, nkey) & (eng->nstripes - 1));
 }
 
+/* Whether the staged changes hold `stripe` (T5). */
 static bool
 _held(const struct txn_batch *b, uint32_t stripe)
 {
     return (b->held_bits[stripe / 64] >> (stripe % 64)) & 1u;
 }
 
-static void
+/* Notes that the staged changes hold `stripe`, already locked by this
+ * thread (holds[stripe] counts every group of the batch holding it). */
+static bool
 _mark_held(struct txn_batch *b, uint32_t stripe)
 {
+    if (b->nheld == b->held_cap) {
+        size_t cap = b->held_cap == 0 ? 64 : b->held_cap * 2;
+        uint32_t *held = realloc(b->held, cap * sizeof(*held));
+        if (held == NULL) {
+            return false;
+        }
+        b->held = held;
+        b->held_cap = cap;
+    }
     b->held_bits[stripe / 64] |= (uint64_t)1 << (stripe % 64);
     b->held[b->nheld++] = stripe;
+    b->holds[stripe]++;
+    return true;
+}
+
+/* Drops one hold on each of `n` stripes; the last hold unlocks (T1). */
+static void
+_unhold(struct txn_batch *b, const uint32_t *stripes, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t s = stripes[i];
+        assert(b->holds[s] > 0);
+        if (--b->holds[s] == 0) {
+            pthread_mutex_unlock(&b->eng->stripes[s]);
+        }
+    }
 }
 
 static void
@@ -52,8 +82,8 @@ _release_all(struct txn_batch *b)
     for (size_t i = 0; i < b->nheld; i++) {
         uint32_t s = b->held[i];
         b->held_bits[s / 64] &= ~((uint64_t)1 << (s % 64));
-        pthread_mutex_unlock(&b->eng->stripes[s]);
     }
+    _unhold(b, b->held, b->nheld);
     b->nheld = 0;
 }
 
@@ -205,14 +235,14 @@ txn_batch_init(struct txn_batch *b, struct txn_engine *eng,
     b->eng = eng;
     b->slot = -1;
     buf_init(&b->data);
-    b->held = calloc(eng->nstripes, sizeof(*b->held));
     b->held_bits = calloc(eng->nstripes / 64, sizeof(*b->held_bits));
+    b->holds = calloc(eng->nstripes, sizeof(*b->holds));
     b->scratch_cap = scratch_cap;
     b->scratch = malloc(scratch_cap);
     if (eng->ulog != NULL) {
         b->slot = ulog_slot(eng->ulog);
     }
-    if (b->held == NULL || b->held_bits == NULL || b->scratch == NULL ||
+    if (b->holds == NULL || b->held_bits == NULL || b->scratch == NULL ||
         (eng->ulog != NULL && b->slot < 0)) {
         txn_batch_deinit(b);
         return -1;
@@ -226,13 +256,20 @@ txn_batch_deinit(struct txn_batch *b)
     if (b->eng == NULL) {
         return;
     }
-    if (b->held != NULL && b->held_bits != NULL) {
-        txn_commit(b);
+    if (b->holds != NULL && b->held_bits != NULL) {
+        txn_wait_applied(b);
     }
     buf_deinit(&b->data);
     free(b->changes);
     free(b->held);
     free(b->held_bits);
+    free(b->holds);
+    for (size_t i = 0; i < b->groups_cap; i++) {
+        buf_deinit(&b->groups[i].data);
+        free(b->groups[i].changes);
+        free(b->groups[i].stripes);
+    }
+    free(b->groups);
     free(b->scratch);
     memset(b, 0, sizeof(*b));
 }
@@ -253,7 +290,7 @@ txn_batch_on_abort(struct txn_batch *b, txn_abort_fn fn, void *arg)
 bool
 txn_pending(const struct txn_batch *b)
 {
-    return b->nchanges > 0 || b->nheld > 0;
+    return b->nchanges > 0 || b->nheld > 0 || b->waiting > 0;
 }
 
 bool
@@ -262,6 +299,16 @@ txn_durable(const struct txn_batch *b)
     struct txn_engine *eng = b->eng;
     return eng->ulog == NULL || eng->uas || b->last_lsn == 0 ||
            ulog_durable(eng->ulog, b->last_lsn);
+}
+
+uint64_t
+txn_applied_lsn(const struct txn_batch *b)
+{
+    if (b->eng->ulog == NULL) {
+        return UINT64_MAX;
+    }
+    return b->eng->apply_after_sync ? b->applied_lsn
+                                    : ulog_durable_lsn(b->eng->ulog);
 }
 
 static void
@@ -273,11 +320,59 @@ _early_commit(struct txn_batch *b)
 
 /* ------------------------------------------------------------- reading */
 
+static struct txn_group *
+_group(const struct txn_batch *b, size_t i)
+{
+    return &b->groups[(b->head + i) % b->groups_cap];
+}
+
+/*
+ * T8: the newest waiting change to `key`, if the batch has one. Its bytes
+ * stay valid until the group is applied; callers release `cur` before
+ * their next call into the batch.
+ */
+static bool
+_read_waiting(struct txn_batch *b, const char *key, size_t nkey,
+              uint32_t stripe, struct txn_current *cur)
+{
+    if (b->waiting == 0 || b->holds[stripe] == 0) {
+        return false;
+    }
+    for (size_t i = b->waiting; i-- > 0;) {
+        struct txn_group *g = _group(b, i);
+        for (size_t j = g->nchanges; j-- > 0;) {
+            struct logrec r;
+            if (g->changes[j].stripe != stripe) {
+                continue;
+            }
+            logrec_view((const uint8_t *)g->data.data + g->changes[j].off,
+                        &r);
+            if (r.nkey != nkey || memcmp(r.key, key, nkey) != 0) {
+                continue;
+            }
+            if (record_decode(r.payload, r.plen, &cur->meta, &cur->value,
+                              &cur->vlen) != RECORD_OK) {
+                return false;
+            }
+            if (cur->meta.kind == RECORD_TOMBSTONE &&
+                b->eng->keep_tombstones) {
+                cur->meta.cas = r.lsn; /* as _put_tombstone() stores it */
+            }
+            cur->found = true;
+            return true;
+        }
+    }
+    return false;
+}
+
 static enum txn_status
 _read_record(struct txn_batch *b, const char *key, size_t nkey,
              struct txn_current *cur)
 {
     memset(cur, 0, sizeof(*cur));
+    if (_read_waiting(b, key, nkey, _stripe_of(b->eng, key, nkey), cur)) {
+        return TXN_OK;
+    }
     enum store_status st = store_get(b->eng->store, key, nkey, b->scratch,
                                      b->scratch_cap, &cur->sv);
     if (st == STORE_NOTFOUND) {
@@ -332,14 +427,24 @@ txn_begin_key(struct txn_batch *b, const char *key, size_t nkey,
     if (_held(b, stripe)) {
         _early_commit(b); /* T5 */
     }
-    pthread_mutex_t *m = &b->eng->stripes[stripe];
-    if (b->nheld == 0) {
-        pthread_mutex_lock(m);
-    } else if (pthread_mutex_trylock(m) != 0) {
-        _early_commit(b); /* T4: never block while holding a stripe */
-        pthread_mutex_lock(m);
+    if (b->holds[stripe] == 0) {
+        pthread_mutex_t *m = &b->eng->stripes[stripe];
+        if (txn_pending(b) && pthread_mutex_trylock(m) != 0) {
+            /* T4, T9: never block while holding a stripe. */
+            atomic_fetch_add_explicit(&b->early_commits, 1,
+                                      memory_order_relaxed);
+            txn_wait_applied(b);
+            pthread_mutex_lock(m);
+        } else if (!txn_pending(b)) {
+            pthread_mutex_lock(m);
+        }
     }
-    _mark_held(b, stripe);
+    if (!_mark_held(b, stripe)) {
+        if (b->holds[stripe] == 0) {
+            pthread_mutex_unlock(&b->eng->stripes[stripe]);
+        }
+        return TXN_ENOMEM;
+    }
     return _read_record(b, key, nkey, cur);
 }
 
@@ -513,17 +618,20 @@ _apply(struct txn_engine *eng, const struct logrec *r)
             st = st == STORE_NOTFOUND ? STORE_OK : st;
         }
     } else {
-        st = store_put(eng->store, r->key, r->nkey, r->payload, r->plen);
+        /* The batch's or reader's own buffer: sealed in place (D3). */
+        st = store_put(eng->store, r->key, r->nkey, (uint8_t *)r->payload,
+                       r->plen);
     }
     return st == STORE_OK ? TXN_OK : TXN_EIO;
 }
 
 static void
-_abort_owners(struct txn_batch *b)
+_abort_changes(struct txn_batch *b, const struct txn_change *changes,
+               size_t n)
 {
     void *last = NULL;
-    for (size_t i = 0; i < b->nchanges; i++) {
-        void *owner = b->changes[i].owner;
+    for (size_t i = 0; i < n; i++) {
+        void *owner = changes[i].owner;
         if (b->on_abort != NULL && owner != NULL && owner != last) {
             b->on_abort(owner, b->abort_arg);
             last = owner;
@@ -566,6 +674,165 @@ _append(struct txn_batch *b)
     return TXN_OK;
 }
 
+/* ----------------------------------------------- groups waiting (T8) */
+
+static void
+_swap_buf(struct buf *a, struct buf *b)
+{
+    struct buf t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Makes room for one more waiting group; false when out of memory. */
+static bool
+_grow_groups(struct txn_batch *b)
+{
+    if (b->waiting < b->groups_cap) {
+        return true;
+    }
+    size_t cap = b->groups_cap == 0 ? 8 : b->groups_cap * 2;
+    struct txn_group *g = calloc(cap, sizeof(*g));
+    if (g == NULL) {
+        return false;
+    }
+    for (size_t i = 0; i < b->groups_cap; i++) {
+        g[i] = *_group(b, i);
+    }
+    for (size_t i = b->groups_cap; i < cap; i++) {
+        buf_init(&g[i].data);
+    }
+    free(b->groups);
+    b->groups = g;
+    b->groups_cap = cap;
+    b->head = 0;
+    return true;
+}
+
+/*
+ * Moves the staged changes, just logged up to b->last_lsn, into a new
+ * waiting group, with their stripes and their share of the store's space
+ * reservation: the store needs it until they are applied (T7).
+ */
+static void
+_park(struct txn_batch *b, uint64_t first_lsn)
+{
+    struct txn_group *g = _group(b, b->waiting);
+    _swap_buf(&g->data, &b->data);
+    buf_reset(&b->data);
+    struct txn_change *changes = g->changes;
+    size_t cap = g->cap;
+    g->changes = b->changes;
+    g->cap = b->cap;
+    g->nchanges = b->nchanges;
+    b->changes = changes;
+    b->cap = cap;
+    b->nchanges = 0;
+    uint32_t *stripes = g->stripes;
+    size_t scap = g->stripes_cap;
+    for (size_t i = 0; i < b->nheld; i++) {
+        uint32_t st = b->held[i];
+        b->held_bits[st / 64] &= ~((uint64_t)1 << (st % 64));
+    }
+    g->stripes = b->held;
+    g->stripes_cap = b->held_cap;
+    g->nstripes = b->nheld;
+    b->held = stripes;
+    b->held_cap = scap;
+    b->nheld = 0;
+    g->first_lsn = first_lsn;
+    g->last_lsn = b->last_lsn;
+    ulog_unreserve(b->eng->ulog, b->space_granted);
+    g->store_space = b->space_granted;
+    b->space_granted = 0;
+    b->space_used = 0;
+    b->waiting++;
+}
+
+/* Releases what group `g` holds once it is applied or abandoned. */
+static void
+_retire_group(struct txn_batch *b, struct txn_group *g)
+{
+    _unhold(b, g->stripes, g->nstripes);
+    store_unreserve(b->eng->store, g->store_space);
+    g->store_space = 0;
+    g->nstripes = 0;
+    g->nchanges = 0;
+    buf_reset(&g->data);
+    buf_shrink(&g->data, TXN_BATCH_BYTES_MAX);
+    b->head = (b->head + 1) % b->groups_cap;
+    b->waiting--;
+}
+
+/* The log failed: nothing waiting will ever be durable, so nothing of it
+ * may be applied or answered (D1, T3). */
+static void
+_abandon_waiting(struct txn_batch *b)
+{
+    while (b->waiting > 0) {
+        struct txn_group *g = _group(b, 0);
+        _abort_changes(b, g->changes, g->nchanges);
+        _retire_group(b, g);
+    }
+    ulog_applied(b->eng->ulog, b->slot, 0);
+}
+
+enum txn_status
+txn_apply_durable(struct txn_batch *b)
+{
+    struct txn_engine *eng = b->eng;
+    enum txn_status result = TXN_OK;
+
+    if (b->waiting == 0) {
+        return TXN_OK;
+    }
+    if (ulog_failed(eng->ulog)) {
+        atomic_store(&eng->failed, true);
+        _abandon_waiting(b);
+        return TXN_EIO;
+    }
+    uint64_t durable = ulog_durable_lsn(eng->ulog);
+    bool applied = false;
+    while (b->waiting > 0 && _group(b, 0)->last_lsn <= durable) {
+        struct txn_group *g = _group(b, 0);
+        bool ok = true;
+        for (size_t i = 0; i < g->nchanges; i++) {
+            struct logrec r;
+            logrec_view((const uint8_t *)g->data.data + g->changes[i].off,
+                        &r);
+            ok = _apply(eng, &r) == TXN_OK && ok;
+        }
+        if (!ok) {
+            /* Logged and durable, so redo at start-up applies it; but it
+             * cannot be served now, so it is not answered either. */
+            atomic_store(&eng->failed, true);
+            _abort_changes(b, g->changes, g->nchanges);
+            result = TXN_EIO;
+        }
+        _retire_group(b, g);
+        applied = true;
+    }
+    if (applied) {
+        ulog_applied(eng->ulog, b->slot,
+                     b->waiting > 0 ? _group(b, 0)->first_lsn : 0);
+    }
+    b->applied_lsn = durable;
+    return result;
+}
+
+enum txn_status
+txn_wait_applied(struct txn_batch *b)
+{
+    enum txn_status st = txn_commit(b);
+    if (b->waiting == 0) {
+        return st;
+    }
+    uint64_t last = _group(b, b->waiting - 1)->last_lsn;
+    (void)ulog_wait_durable(b->eng->ulog, last);
+    enum txn_status ast = txn_apply_durable(b);
+    return st != TXN_OK ? st : ast;
+}
+
 enum txn_status
 txn_commit(struct txn_batch *b)
 {
@@ -579,11 +846,30 @@ txn_commit(struct txn_batch *b)
     }
     bool logged = eng->ulog != NULL && !eng->uas;
     if (logged) {
-        result = _append(b); /* T2: written before anything is applied */
+        if (eng->apply_after_sync && b->waiting >= TXN_WAITING_MAX) {
+            /* Bounded: the oldest groups go first. */
+            (void)ulog_wait_durable(eng->ulog, _group(b, 0)->last_lsn);
+            (void)txn_apply_durable(b);
+        }
+        if (eng->apply_after_sync && !_grow_groups(b)) {
+            result = TXN_ENOMEM;
+        } else {
+            result = _append(b); /* T2: written before anything is applied */
+        }
         if (result != TXN_OK) {
-            _abort_owners(b);
+            _abort_changes(b, b->changes, b->nchanges);
             _reset(b);
             return result;
+        }
+        if (eng->apply_after_sync) {
+            /* T8: applied by txn_apply_durable() once durable. */
+            uint64_t first = 0;
+            struct logrec r;
+            logrec_view((const uint8_t *)b->data.data + b->changes[0].off, &r);
+            first = r.lsn;
+            _park(b, first);
+            atomic_fetch_add_explicit(&b->commits, 1, memory_order_relaxed);
+            return TXN_OK;
         }
     }
     for (size_t i = 0; i < b->nchanges; i++) {
@@ -598,11 +884,11 @@ txn_commit(struct txn_batch *b)
             /* -uas: the change is applied and answered but not logged. */
             result = TXN_EIO;
         }
-        ulog_applied(eng->ulog, b->slot);
+        ulog_applied(eng->ulog, b->slot, 0);
     }
     if (result != TXN_OK) {
         atomic_store(&eng->failed, true);
-        _abort_owners(b);
+        _abort_changes(b, b->changes, b->nchanges);
     }
     _reset(b);
     atomic_fetch_add_explicit(&b->commits, 1, memory_order_relaxed);
@@ -710,23 +996,27 @@ txn_redo(struct txn_batch *b, const struct logrec *rec, bool *applied)
     uint8_t env[RECORD_HEADER_MAX];
     size_t elen;
     bool as_tombstone;
-    bool wins;
 
-    *applied = false;
+    *applied = true;
     if (rec->op == LOGREC_FLUSH) {
-        *applied = true;
         return _apply(b->eng, rec);
     }
-    enum txn_status st = _incoming_wins(b, rec, false, env, &elen,
-                                        &as_tombstone, &wins);
-    if (st != TXN_OK || !wins) {
-        return st;
+    /* D5: the log is the truth for every key it names, whatever the file
+     * holds (it may hold a torn or half-applied record). The empty
+     * current record makes _wins() take it, only turning a value that
+     * has expired since into its tombstone. */
+    struct txn_current none;
+    struct record_meta in;
+    const uint8_t *v;
+    size_t vlen;
+    memset(&none, 0, sizeof(none));
+    if (record_decode(rec->payload, rec->plen, &in, &v, &vlen) != RECORD_OK) {
+        return TXN_EIO;
     }
-    *applied = true;
+    clock_observe(b->eng->clock, in.ts);
+    (void)_wins(&none, &in, env, &elen, &as_tombstone);
     if (as_tombstone) {
         struct record_meta t;
-        const uint8_t *v;
-        size_t vlen;
         record_decode(env, elen, &t, &v, &vlen);
         return _put_tombstone(b->eng, rec->key, rec->nkey, &t, rec->lsn) ==
                        STORE_OK
@@ -751,7 +1041,7 @@ _with_record(struct txn_batch *b, const char *key, size_t nkey, uint64_t ts,
     struct txn_current cur;
     bool done = false;
 
-    if (_held(b, stripe) ||
+    if (b->holds[stripe] > 0 ||
         pthread_mutex_trylock(&b->eng->stripes[stripe]) != 0) {
         return false;
     }
@@ -781,6 +1071,12 @@ _retire(struct txn_batch *b, const char *key, size_t nkey,
     return store_out(eng->store, key, nkey) == STORE_OK;
 }
 
+/*
+ * Dropping a tombstone changes the file without a log record, which D1
+ * allows for this one change: if a power cut tears it, the tombstone is
+ * found either whole or freed, and either is right, since the sweeper
+ * drops it only once no peer needs it.
+ */
 static bool
 _drop(struct txn_batch *b, const char *key, size_t nkey,
       const struct txn_current *cur)
@@ -791,9 +1087,45 @@ _drop(struct txn_batch *b, const char *key, size_t nkey,
     return store_out(b->eng->store, key, nkey) == STORE_OK;
 }
 
+/*
+ * D1: with apply_after_sync an expired item becomes its tombstone through
+ * the log like any change (same stamp and server id, so a peer that gets
+ * it keeps its own copy). Staged under the batch; never waits.
+ */
+static bool
+_retire_logged(struct txn_batch *b, const char *key, size_t nkey,
+               uint64_t ts)
+{
+    uint32_t stripe = _stripe_of(b->eng, key, nkey);
+    struct txn_current cur;
+    if (b->holds[stripe] > 0 ||
+        pthread_mutex_trylock(&b->eng->stripes[stripe]) != 0) {
+        return false;
+    }
+    if (!_mark_held(b, stripe)) {
+        pthread_mutex_unlock(&b->eng->stripes[stripe]);
+        return false;
+    }
+    bool done = false;
+    if (_read_record(b, key, nkey, &cur) == TXN_OK && cur.found &&
+        cur.meta.ts == ts && cur.meta.kind == RECORD_VALUE) {
+        struct record_meta t = cur.meta;
+        t.kind = RECORD_TOMBSTONE;
+        t.flags = 0;
+        t.exptime = 0;
+        t.cas = t.ts;
+        done = txn_stage_record(b, key, nkey, &t, NULL, 0, NULL, 0) == TXN_OK;
+    }
+    txn_current_release(&cur);
+    return done;
+}
+
 bool
 txn_expire(struct txn_batch *b, const char *key, size_t nkey, uint64_t ts)
 {
+    if (b->eng->apply_after_sync) {
+        return _retire_logged(b, key, nkey, ts);
+    }
     return _with_record(b, key, nkey, ts, _retire);
 }
 

@@ -43,6 +43,18 @@
  *       reserved in the store and the log (store_reserve, ulog_reserve):
  *       a full disk refuses the request with TXN_ENOSPC before anything
  *       is logged or applied, never half-way through a commit.
+ *   T8. With `apply_after_sync` (-fsync always: store.h D1) a commit
+ *       only writes the log; the group of changes waits, stripes held,
+ *       until the log says it is durable, and txn_apply_durable() applies
+ *       it then, oldest group first. A batch reads its own waiting
+ *       changes (the newest for the key) instead of the store, so a
+ *       connection sees its own writes at once. Replies wait for the
+ *       apply (txn_applied_lsn()), so a read on any thread after a reply
+ *       finds the change in the store.
+ *   T9. T4 extended: a thread that must wait for a stripe first makes its
+ *       own waiting groups durable and applies them (txn_wait_applied()),
+ *       so it holds nothing while it waits; durability never depends on
+ *       another thread, so no cycle can form.
  *
  * Thread-safety: struct txn_engine is shared; a struct txn_batch belongs to
  * one thread.
@@ -78,6 +90,7 @@ struct txn_engine {
     struct clock *clock;
     struct ulog *ulog;       /* NULL: no update log */
     bool uas;                /* -uas: apply and answer before logging */
+    bool apply_after_sync;   /* T8; set before any batch is used */
     bool keep_tombstones;    /* T6; true whenever there is an update log */
     uint32_t sid;            /* this server's id, stamped on local writes */
     size_t nstripes;         /* power of two */
@@ -100,6 +113,20 @@ struct txn_change {
     void *owner;
 };
 
+/* Changes logged together and waiting to be applied (T8). */
+struct txn_group {
+    struct buf data;            /* their log records, sealed by the append */
+    struct txn_change *changes;
+    size_t nchanges;
+    size_t cap;
+    uint32_t *stripes;          /* stripes held on the group's behalf */
+    size_t nstripes;
+    size_t stripes_cap;
+    uint64_t first_lsn;
+    uint64_t last_lsn;
+    uint64_t store_space;       /* reserved in the store until applied */
+};
+
 /* A per-thread batch of staged changes. */
 struct txn_batch {
     struct txn_engine *eng;
@@ -108,9 +135,17 @@ struct txn_batch {
     struct txn_change *changes;
     size_t nchanges;
     size_t cap;
-    uint32_t *held;             /* stripes held, in acquisition order */
+    uint32_t *held;             /* stripes the staged changes hold */
     size_t nheld;
-    uint64_t *held_bits;        /* bitmap over stripes */
+    size_t held_cap;
+    uint64_t *held_bits;        /* bitmap of `held` */
+    uint16_t *holds;            /* per stripe: groups holding it, staged
+                                   included; locked while > 0 */
+    struct txn_group *groups;   /* ring of groups waiting (T8) */
+    size_t groups_cap;
+    size_t head;
+    size_t waiting;
+    uint64_t applied_lsn;       /* groups up to here are applied (T8) */
     uint8_t *scratch;           /* buffer for reads */
     size_t scratch_cap;
     void *owner;                /* attached to changes staged from now on */
@@ -215,24 +250,50 @@ enum txn_status txn_stage_replicated(struct txn_batch *b,
                                      const struct logrec *rec, bool *applied);
 
 /*
- * Re-applies a record from the local update log at start-up (redo): like
- * txn_stage_replicated(), but straight to the store without logging it
- * again. Single-threaded use only.
+ * Re-applies a record from the local update log at start-up (redo),
+ * straight to the store without logging it again and whatever the store
+ * holds for the key (store.h, D5): the log after the checkpoint is the
+ * truth. A value that has expired since is stored as its tombstone.
+ * `*applied` is always set. Single-threaded use only.
  */
 enum txn_status txn_redo(struct txn_batch *b, const struct logrec *rec,
                          bool *applied);
 
 /*
- * Makes the staged changes durable (one log write), applies them to the
- * store and releases every stripe. On failure, calls the abort callback
- * for each staged change's owner and returns the error; after an I/O
- * error the engine refuses further writes (TXN_EREADONLY), after ENOSPC
- * it refuses them for a moment (TXN_ENOSPC) and then tries again.
+ * Writes the staged changes to the log (one write), applies them to the
+ * store and releases every stripe; with apply_after_sync the applying
+ * and releasing wait for txn_apply_durable() instead (T8). On failure,
+ * calls the abort callback for each staged change's owner and returns
+ * the error; after an I/O error the engine refuses further writes
+ * (TXN_EREADONLY), after ENOSPC it refuses them for a moment (TXN_ENOSPC)
+ * and then tries again.
  */
 enum txn_status txn_commit(struct txn_batch *b);
 
-/* True if the batch has staged changes or holds stripes. */
+/* True if the batch has staged changes, waiting groups or stripes. */
 bool txn_pending(const struct txn_batch *b);
+
+/*
+ * T8: applies every waiting group the log has made durable, oldest first,
+ * and releases their stripes. Returns TXN_OK, or TXN_EIO if the log or
+ * the store failed (waiting groups are then aborted: their owners get the
+ * abort callback and nothing of them is applied). Cheap when nothing
+ * waits.
+ */
+enum txn_status txn_apply_durable(struct txn_batch *b);
+
+/*
+ * Commits what is staged and blocks until every group of the batch is
+ * durable and applied (T9). Returns like txn_apply_durable().
+ */
+enum txn_status txn_wait_applied(struct txn_batch *b);
+
+/*
+ * Highest lsn up to which every change this batch logged is applied to
+ * the store (and so durable); replies that depend on changes up to it may
+ * leave. Without apply_after_sync, the log's durable lsn.
+ */
+uint64_t txn_applied_lsn(const struct txn_batch *b);
 
 /* True if every record this batch logged is as durable as promised. */
 bool txn_durable(const struct txn_batch *b);

@@ -34,6 +34,13 @@
  *   U6. Zeros written ahead of the appends (see ulog.c) never land on a
  *       record: they go past the end, a chunk at a time, and an append
  *       that would reach the chunk being written waits for it.
+ *   U7. Whatever start-up reads from the log is made durable before redo
+ *       applies it (the last segment is fdatasynced after the tail is
+ *       cut, and the directory synced), so a crash right after a restart
+ *       cannot leave the database ahead of the log (store.h, D1).
+ *   U8. Every change to the directory (a new segment, a removed one, the
+ *       checkpoint file) is followed by an fsync of the directory before
+ *       anything relies on it.
  *
  * Threads: appenders (workers, the replication receiver) call
  * ulog_append(); under the "always" policy a sync thread fdatasyncs
@@ -191,8 +198,19 @@ enum ulog_status ulog_reserve(struct ulog *u, uint64_t bytes);
 void ulog_unreserve(struct ulog *u, uint64_t bytes);
 bool ulog_space_guaranteed(struct ulog *u);
 
-/* The records of `slot`'s last append are now applied to the database. */
-void ulog_applied(struct ulog *u, int slot);
+/*
+ * `slot`'s appended records are applied to the database up to the one
+ * before lsn `next` (its oldest record still to apply), or all of them
+ * when `next` is 0. An append starts counting again only when nothing of
+ * the slot waits (U4).
+ */
+void ulog_applied(struct ulog *u, int slot, uint64_t next);
+
+/*
+ * Blocks until `lsn` is durable under the policy (asking the sync thread
+ * for it at once), or the log failed. Returns ULOG_OK or ULOG_EFAILED.
+ */
+enum ulog_status ulog_wait_durable(struct ulog *u, uint64_t lsn);
 
 /* True if records up to `lsn` are as durable as the policy promises. */
 bool ulog_durable(struct ulog *u, uint64_t lsn);

@@ -52,6 +52,7 @@ struct ulog {
     uint64_t last_seq;
     uint64_t synced_lsn;
     uint64_t syncing_lsn;  /* covered by an fdatasync in progress */
+    uint64_t wait_lsn;     /* a thread blocks in ulog_wait_durable() */
     uint64_t last_sync_ms; /* when the last fdatasync finished */
     int sync_fd;           /* descriptor an fdatasync is using, or -1 */
     int retired_fd;        /* rotated out while in use: close after it */

@@ -41,6 +41,9 @@ _on_notify(evutil_socket_t fd, short what, void *arg)
     bool stopping = w->stopping;
     pthread_mutex_unlock(&w->lock);
     if (atomic_exchange(&w->synced, false)) {
+        /* T8: apply first, then answer, so a read after the answer finds
+         * the change wherever it runs. */
+        txn_apply_durable(&w->batch);
         conn_host_durable(&w->host);
     }
     for (size_t i = 0; i < n; i++) {
@@ -70,11 +73,12 @@ _on_synced(void *arg)
     _wake(w);
 }
 
+/* Replies may go once what they answer is durable and applied (T8). */
 static uint64_t
 _durable(void *arg)
 {
     struct worker *w = arg;
-    return ulog_durable_lsn(w->shared->ulog);
+    return txn_applied_lsn(&w->batch);
 }
 
 static bool
@@ -160,9 +164,13 @@ static void
 _end_pass(struct worker *w)
 {
     txn_commit(&w->batch);
+    txn_apply_durable(&w->batch);
     uint64_t lsn = w->batch.last_lsn;
-    if (conn_host_end_pass(&w->host, lsn)) {
-        /* One request per pass, however many connections wrote. */
+    bool marked = conn_host_end_pass(&w->host, lsn);
+    /* One request per pass, however many connections wrote; also when
+     * nobody waits to be answered (noreply), since the changes wait for
+     * it to be applied (T8). */
+    if (marked || w->batch.waiting > 0) {
         ulog_want_sync(w->shared->ulog, w->watcher, lsn);
     }
 }
@@ -186,6 +194,9 @@ _main(void *arg)
         }
     }
     _end_pass(w);
+    /* Shutdown: what was read is answered (README), once durable. */
+    txn_wait_applied(&w->batch);
+    conn_host_durable(&w->host);
     conn_host_close_all(&w->host);
     return NULL;
 }

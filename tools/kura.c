@@ -221,11 +221,20 @@ _cmd_check(int argc, char **argv)
         return 2;
     }
     struct dbcheck_report r;
-    switch (dbcheck_file(spec.path, &r)) {
+    switch (dbcheck_file(spec.path, DBCHECK_DEEP, &r)) {
     case DBCHECK_OK:
         printf("%s: %" PRIu64 " records, %" PRIu64 " free blocks, %" PRIu64
                " bytes: sound\n", spec.path, r.records, r.free_blocks,
                r.file_size);
+        if (r.unsealed > 0) {
+            printf("%s: note: %" PRIu64 " records were written before "
+                   "records carried seals; kura optimize rewrites them\n",
+                   spec.path, r.unsealed);
+        }
+        if (r.was_open) {
+            printf("%s: note: the file was not closed cleanly; kurad "
+                   "checks it in full at start\n", spec.path);
+        }
         if (r.records != r.header_records) {
             printf("%s: note: the header counts %" PRIu64 " records\n",
                    spec.path, r.header_records);

@@ -54,8 +54,9 @@ FRAME_SNAP_ITEM, FRAME_SNAP_END, FRAME_ACK = 4, 5, 6
 
 
 def envelope(kind=RECORD_VALUE, ts=1_700_000_000_000_000, sid=1, flags=0,
-             exptime=0, cas=None, value=b""):
-    """A stored record (record.h): envelope, then the value."""
+             exptime=0, cas=None, value=b"", version=2):
+    """A stored record (record.h): envelope, then the value. Version 2
+    carries a 4-byte seal (zero until stored); version 1 had none."""
     present = 0
     tail = b""
     if flags:
@@ -74,8 +75,9 @@ def envelope(kind=RECORD_VALUE, ts=1_700_000_000_000_000, sid=1, flags=0,
         varint += bytes([b | 0x80 if sid else b])
         if not sid:
             break
-    return (bytes([(1 << 4) | kind, present]) + struct.pack("<Q", ts) +
-            varint + tail + value)
+    seal = b"\0\0\0\0" if version == 2 else b""
+    return (bytes([(version << 4) | kind, present]) + seal +
+            struct.pack("<Q", ts) + varint + tail + value)
 
 
 def logrec(op, key, payload, lsn, seq, sid=1, reserved=0, crc=None,
@@ -244,6 +246,8 @@ def ulog_seeds():
     seeds["flush-with-key"] = logrec(LOGREC_FLUSH, b"k", bytes(16), LSN, 1)
     seeds["flush-short-payload"] = logrec(LOGREC_FLUSH, b"", bytes(8), LSN, 1)
     seeds["put-empty-key"] = logrec(LOGREC_PUT, b"", envelope(), LSN, 1)
+    seeds["put-version-1"] = logrec(LOGREC_PUT, b"k", envelope(version=1),
+                                    LSN, 1)
     seeds["put-bad-envelope"] = logrec(LOGREC_PUT, b"k", b"\x31\x00junk",
                                        LSN, 1)
     seeds["put-long-key"] = put(b"k" * 300, b"v", LSN, 1)

@@ -13,6 +13,7 @@
 
 #include "dbcheck.h"
 #include "record.h"
+#include "tcfile.h"
 #include "unit_main.h"
 
 static char dir[64];
@@ -41,6 +42,8 @@ _put(TCHDB *hdb, const char *key, size_t vlen)
     struct record_meta m = {RECORD_VALUE, 7, 0, 11, 11, 1};
     size_t elen = record_encode(&m, buf);
     memset(buf + elen, 'v', vlen);
+    /* A file without kura's header area seals with salt 0. */
+    record_seal(buf, elen + vlen, key, strlen(key), 0);
     ck_assert(tchdbput(hdb, key, (int)strlen(key), buf, (int)(elen + vlen)));
 }
 
@@ -95,7 +98,7 @@ static void
 _expect_ok(uint64_t records)
 {
     struct dbcheck_report r;
-    enum dbcheck_status st = dbcheck_file(path, &r);
+    enum dbcheck_status st = dbcheck_file(path, DBCHECK_DEEP, &r);
     ck_assert_msg(st == DBCHECK_OK, "damage at %llu: %s",
                   (unsigned long long)r.damage_offset, r.damage);
     ck_assert_uint_eq(r.records, records);
@@ -117,9 +120,9 @@ END_TEST
 START_TEST(test_empty_and_missing_files_are_fine)
 {
     struct dbcheck_report r;
-    ck_assert_int_eq(dbcheck_file(path, &r), DBCHECK_OK);
+    ck_assert_int_eq(dbcheck_file(path, DBCHECK_DEEP, &r), DBCHECK_OK);
     close(open(path, O_WRONLY | O_CREAT, 0644));
-    ck_assert_int_eq(dbcheck_file(path, &r), DBCHECK_OK);
+    ck_assert_int_eq(dbcheck_file(path, DBCHECK_DEEP, &r), DBCHECK_OK);
     ck_assert_uint_eq(r.records, 0);
 }
 END_TEST
@@ -138,7 +141,7 @@ static void
 _expect_damage(const char *what)
 {
     struct dbcheck_report r;
-    ck_assert_int_eq(dbcheck_file(path, &r), DBCHECK_DAMAGED);
+    ck_assert_int_eq(dbcheck_file(path, DBCHECK_DEEP, &r), DBCHECK_DAMAGED);
     ck_assert_msg(strstr(r.damage, what) != NULL, "expected \"%s\", got "
                   "\"%s\"", what, r.damage);
 }
@@ -168,7 +171,7 @@ START_TEST(test_damage_is_found)
     _build_plain(400);
     uint64_t frec = _first_record();
     struct dbcheck_report r;
-    ck_assert_int_eq(dbcheck_file(path, &r), DBCHECK_OK);
+    ck_assert_int_eq(dbcheck_file(path, DBCHECK_DEEP, &r), DBCHECK_OK);
     ck_assert_uint_eq(r.records, 400);
     uint64_t size = r.file_size;
 
@@ -199,12 +202,117 @@ START_TEST(test_damage_is_found)
         mid[i] = (uint8_t)(bad >> (8 * (3 - i)));
     }
     _scribble(256, mid, 4);
-    ck_assert_int_eq(dbcheck_file(path, &r), DBCHECK_DAMAGED);
+    ck_assert_int_eq(dbcheck_file(path, DBCHECK_DEEP, &r), DBCHECK_DAMAGED);
     _build_plain(400);
 
     /* A value that is not a kura record. */
     _scribble(frec + ENVELOPE_AT, "\xff\xff\xff", 3);
     _expect_damage("not a kura record");
+}
+END_TEST
+
+/* The first record (by file order) matching `want`, decoded. */
+static uint64_t value_at; /* file offset of the found record's value */
+
+static bool
+_find(bool (*want)(const struct tcfile_block *), struct tcfile_block *out,
+      uint32_t *bucket)
+{
+    struct tcfile f;
+    char why[160];
+    ck_assert_int_eq(tcfile_open(&f, path, why, sizeof(why)), TCFILE_OK);
+    bool found = false;
+    for (uint64_t off = f.frec; off < f.fsiz && !found;) {
+        struct tcfile_block b;
+        const char *w;
+        ck_assert(tcfile_block(&f, off, f.fsiz, &b, &w));
+        if (!b.free && want(&b)) {
+            *out = b;
+            uint8_t h;
+            *bucket = (uint32_t)tcfile_bucket_of(f.bnum, b.key, b.ksiz, &h);
+            value_at = (uint64_t)(b.value - f.map);
+            found = true;
+        }
+        off += b.size;
+    }
+    tcfile_close(&f);
+    return found;
+}
+
+static bool
+_one_left_child(const struct tcfile_block *b)
+{
+    return b->left != 0 && b->right == 0;
+}
+
+static bool
+_any(const struct tcfile_block *b)
+{
+    (void)b;
+    return true;
+}
+
+static void
+_put_link(uint64_t at, uint64_t off)
+{
+    uint8_t v[4];
+    uint64_t stored = off >> 4;
+    for (int i = 0; i < 4; i++) {
+        v[i] = (uint8_t)(stored >> (8 * (3 - i))); /* Debian: big-endian */
+    }
+    _scribble(at, v, 4);
+}
+
+/* store.h D4: what a power cut can do to a file is found by the deep
+ * check, and only by it. */
+START_TEST(test_deep_check_finds_torn_and_detached)
+{
+    struct dbcheck_report r;
+    struct tcfile_block b;
+    uint32_t bucket;
+
+    /* A torn record: its bytes no longer match its seal (D3). */
+    _build_plain(400);
+    ck_assert(_find(_any, &b, &bucket));
+    _scribble(value_at + b.vsiz - 1, "\x01", 1);
+    ck_assert_int_eq(dbcheck_file(path, 0, &r), DBCHECK_OK);
+    _expect_damage("seal does not match");
+
+    /* A bucket that lost its tree: records nothing links to. */
+    _build_plain(400);
+    ck_assert(_find(_any, &b, &bucket));
+    _put_link(256 + 4 * (uint64_t)bucket, 0);
+    ck_assert_int_eq(dbcheck_file(path, 0, &r), DBCHECK_OK);
+    _expect_damage("not linked from anywhere");
+
+    /* A child on the wrong side: a lookup would miss it. */
+    _build_plain(400);
+    ck_assert(_find(_one_left_child, &b, &bucket));
+    _put_link(b.off + 2 + 4, b.left);
+    _put_link(b.off + 2, 0);
+    ck_assert_int_eq(dbcheck_file(path, 0, &r), DBCHECK_OK);
+    _expect_damage("out of its tree's order");
+
+    /* A tree hung from another key's bucket. */
+    _build_plain(400);
+    ck_assert(_find(_any, &b, &bucket));
+    uint32_t other = (bucket + 1) % 101;
+    struct tcfile f;
+    char why[160];
+    ck_assert_int_eq(tcfile_open(&f, path, why, sizeof(why)), TCFILE_OK);
+    uint64_t root = tcfile_bucket(&f, bucket);
+    uint64_t other_root = tcfile_bucket(&f, other);
+    tcfile_close(&f);
+    _put_link(256 + 4 * (uint64_t)bucket, other_root);
+    _put_link(256 + 4 * (uint64_t)other, root);
+    _expect_damage("another key's bucket");
+
+    /* A hash byte that does not match the key. */
+    _build_plain(400);
+    ck_assert(_find(_any, &b, &bucket));
+    uint8_t wrong = (uint8_t)(b.hash ^ 0x5a);
+    _scribble(b.off + 1, &wrong, 1);
+    _expect_damage("hash byte");
 }
 END_TEST
 
@@ -217,6 +325,7 @@ dbcheck_suite(void)
     tcase_add_test(tc, test_tokyo_cabinet_files_check_out);
     tcase_add_test(tc, test_empty_and_missing_files_are_fine);
     tcase_add_test(tc, test_damage_is_found);
+    tcase_add_test(tc, test_deep_check_finds_torn_and_detached);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

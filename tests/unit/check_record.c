@@ -51,7 +51,7 @@ START_TEST(test_compact_for_small_records)
     struct record_meta m = {RECORD_VALUE, 0, 0, 1795314340587071ULL,
                             1795314340587071ULL, 10001};
     uint8_t buf[RECORD_HEADER_MAX];
-    ck_assert_uint_eq(record_encode(&m, buf), 2 + 8 + 2);
+    ck_assert_uint_eq(record_encode(&m, buf), 2 + 4 + 8 + 2);
 }
 END_TEST
 
@@ -71,7 +71,7 @@ START_TEST(test_corruption_detected)
     }
     uint8_t bad[RECORD_HEADER_MAX];
     memcpy(bad, buf, h);
-    bad[0] = 0x21; /* version 2 */
+    bad[0] = 0x31; /* version 3 */
     ck_assert_int_eq(record_decode(bad, h, &out, &v, &n), RECORD_ECORRUPT);
     memcpy(bad, buf, h);
     bad[0] = 0x13; /* unknown kind */
@@ -79,6 +79,46 @@ START_TEST(test_corruption_detected)
     memcpy(bad, buf, h);
     bad[1] = 0x80; /* unknown presence bit */
     ck_assert_int_eq(record_decode(bad, h, &out, &v, &n), RECORD_ECORRUPT);
+}
+END_TEST
+
+/* D3 (store.h): a stored record is sealed, and any change to it, to its
+ * key or to the salt is caught; version-1 records still decode. */
+START_TEST(test_seal)
+{
+    struct record_meta m = {RECORD_VALUE, 7, 0, 99, 98, 3};
+    uint8_t buf[RECORD_HEADER_MAX + 16];
+    size_t h = record_encode(&m, buf);
+    memcpy(buf + h, "1795314340", 10);
+    size_t len = h + 10;
+
+    ck_assert_int_eq(record_verify(buf, len, "u:1", 3, 0x1234),
+                     RECORD_ECORRUPT); /* not sealed yet */
+    record_seal(buf, len, "u:1", 3, 0x1234);
+    ck_assert_int_eq(record_verify(buf, len, "u:1", 3, 0x1234), RECORD_OK);
+    ck_assert_int_eq(record_verify(buf, len, "u:2", 3, 0x1234),
+                     RECORD_ECORRUPT);
+    ck_assert_int_eq(record_verify(buf, len, "u:1", 3, 0x1235),
+                     RECORD_ECORRUPT);
+    for (size_t i = 0; i < len; i++) {
+        for (int bit = 0; bit < 8; bit++) {
+            buf[i] ^= (uint8_t)(1u << bit);
+            ck_assert_int_eq(record_verify(buf, len, "u:1", 3, 0x1234),
+                             RECORD_ECORRUPT);
+            buf[i] ^= (uint8_t)(1u << bit);
+        }
+    }
+    /* A version-1 record: no seal field; decodes, cannot be verified. */
+    uint8_t v1[] = {0x11, 0x00, 1, 0, 0, 0, 0, 0, 0, 0, 5, 'x'};
+    struct record_meta out;
+    const uint8_t *v;
+    size_t n;
+    ck_assert_int_eq(record_decode(v1, sizeof(v1), &out, &v, &n), RECORD_OK);
+    ck_assert_uint_eq(out.ts, 1);
+    ck_assert_uint_eq(out.sid, 5);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(record_verify(v1, sizeof(v1), "k", 1, 0),
+                     RECORD_UNSEALED);
 }
 END_TEST
 
@@ -105,6 +145,7 @@ record_suite(void)
     tcase_add_test(tc, test_roundtrip);
     tcase_add_test(tc, test_compact_for_small_records);
     tcase_add_test(tc, test_corruption_detected);
+    tcase_add_test(tc, test_seal);
     tcase_add_test(tc, test_newer_rule);
     suite_add_tcase(s, tc);
     return s;

@@ -31,7 +31,7 @@ _setup(void)
     char path[128];
     snprintf(path, sizeof(path), "%s/t.tch", dir);
     ck_assert(dbspec_parse(path, &spec, err, sizeof(err)));
-    store = store_open(&spec, err, sizeof(err));
+    store = store_open(&spec, NULL, err, sizeof(err));
     ck_assert_ptr_nonnull(store);
     clock_init(&clk, 0);
     char flush[160];

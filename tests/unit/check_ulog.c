@@ -580,7 +580,7 @@ START_TEST(test_u4_checkpoint_waits_for_inflight)
     ulog_stats(u, &st);
     ck_assert_uint_lt(st.checkpoint_lsn, lsn);
     ck_assert_uint_ge(st.checkpoint_lsn, first);
-    ulog_applied(u, slot);
+    ulog_applied(u, slot, 0);
     ck_assert_int_eq(ulog_checkpoint(u), ULOG_OK);
     ulog_stats(u, &st);
     ck_assert_uint_eq(st.checkpoint_lsn, lsn);
