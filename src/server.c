@@ -46,15 +46,14 @@
  * last, and every page it cleans costs a write fault (and a journal
  * handle, on ext4) when it is next updated. Random updates to 13.31M
  * records dirty almost every page within seconds, so the less often, the
- * less writing: 25 s (under the kernel's own 30 s writeback age) instead
- * of 10 s halved the faults (11k/s vs 20-21k/s) and took p99 from 2.0-2.3
+ * less writing: 25 s (the -ckpt default, under the kernel's own 30 s
+ * writeback age) instead of 10 s halved the faults (11k/s vs 20-21k/s) and took p99 from 2.0-2.3
  * to 1.3-1.5 ms (tools/bench-dataset's database, 64 connections). The log
  * bound keeps the redo after a crash near 5 s (1M records/s). Appends
  * (new records) are different: nothing absorbs them, and left for 25 s
  * they pile up into writeback that stalls the log (1 KiB inserts, ext4:
  * worst 129 ms vs 28 ms), so a grown database checkpoints at 64 MiB.
  */
-#define CHECKPOINT_MS 25000
 #define CHECKPOINT_BYTES ((uint64_t)256 << 20)
 #define CHECKPOINT_GROWTH ((uint64_t)64 << 20)
 
@@ -262,7 +261,7 @@ _open_ulog(struct server *srv, char *err, size_t errlen)
     o.fsync = s->fsync;
     o.fsync_ms = s->fsync_ms;
     o.sid = s->sid;
-    o.checkpoint_ms = CHECKPOINT_MS;
+    o.checkpoint_ms = s->ckpt_s * 1000; /* -ckpt, default 25 s */
     o.checkpoint_bytes = CHECKPOINT_BYTES;
     o.checkpoint_growth = CHECKPOINT_GROWTH;
     o.clock = &srv->clock;

@@ -30,6 +30,7 @@ settings_init(struct settings *s)
     s->log_level = SETTINGS_LOG_INFO;
     s->ulim = SETTINGS_DEFAULT_ULIM;
     s->ukeep = SETTINGS_DEFAULT_UKEEP;
+    s->ckpt_s = SETTINGS_DEFAULT_CKPT_S;
     s->fsync = ULOG_FSYNC_ALWAYS;
     s->fsync_ms = 1000;
     s->sid = SETTINGS_DEFAULT_SID;
@@ -49,8 +50,8 @@ settings_usage(FILE *out, const char *prog)
         "        [-pid path] [-kl] [-log path] [-ld|-le] [-ulog path]\n"
         "        [-ulim num] [-uas] [-sid num] [-mhost name] [-mport num]\n"
         "        [-rts path] [-mask expr] [-unmask expr] [-maxconn num]\n"
-        "        [-itemmax size] [-fsync policy] [-ukeep num] [-rkey path]\n"
-        "        [dbname]\n"
+        "        [-itemmax size] [-fsync policy] [-ukeep num] [-ckpt secs]\n"
+        "        [-rkey path] [dbname]\n"
         "\n"
         "  -host name     address to listen on (default %s; 0.0.0.0 for all)\n"
         "  -port num      TCP port (default %d); 0 makes -host a unix socket\n"
@@ -65,6 +66,8 @@ settings_usage(FILE *out, const char *prog)
         "                 name.ulog; off for none)\n"
         "  -ulim num      update log segment size, e.g. 1024m (default 1g)\n"
         "  -ukeep num     most segments kept for a lagging peer (default %d)\n"
+        "  -ckpt secs     checkpoint the database at least this often\n"
+        "                 (default %d); bounds the log redone after a crash\n"
         "  -uas           answer writes before logging them (see README)\n"
         "  -fsync policy  always (default): every group commit is on disk\n"
         "                 before its replies; N: every N ms; never\n"
@@ -83,7 +86,8 @@ settings_usage(FILE *out, const char *prog)
         "                 (default %s)\n",
         prog, prog, SETTINGS_DEFAULT_HOST, SETTINGS_DEFAULT_PORT,
         settings_default_thnum(), SETTINGS_DEFAULT_PID,
-        SETTINGS_DEFAULT_UKEEP, SETTINGS_DEFAULT_SID, SETTINGS_DEFAULT_PORT,
+        SETTINGS_DEFAULT_UKEEP, SETTINGS_DEFAULT_CKPT_S, SETTINGS_DEFAULT_SID,
+        SETTINGS_DEFAULT_PORT,
         SETTINGS_DEFAULT_MAXCONN, SETTINGS_DEFAULT_DB);
 }
 
@@ -203,6 +207,13 @@ _parse_valued(struct settings *s, const char *flag, const char *v, char *err,
         s->ukeep = (uint32_t)n;
         return true;
     }
+    if (strcmp(flag, "-ckpt") == 0) {
+        if (!_parse_num(flag, v, 1, 3600, &n, err, errlen)) {
+            return false;
+        }
+        s->ckpt_s = (uint32_t)n;
+        return true;
+    }
     if (strcmp(flag, "-fsync") == 0) {
         if (!ulog_parse_fsync(v, &s->fsync, &s->fsync_ms)) {
             snprintf(err, errlen, "-fsync %s: expected always, never or a "
@@ -259,7 +270,7 @@ _is_valued(const char *flag)
     static const char *const valued[] = {
         "-host", "-port", "-thnum", "-tout", "-pid", "-log", "-ulog",
         "-ulim", "-sid", "-mhost", "-mport", "-rts", "-mask", "-unmask",
-        "-maxconn", "-itemmax", "-fsync", "-ukeep", "-rkey",
+        "-maxconn", "-itemmax", "-fsync", "-ukeep", "-ckpt", "-rkey",
     };
     for (size_t i = 0; i < sizeof(valued) / sizeof(valued[0]); i++) {
         if (strcmp(flag, valued[i]) == 0) {

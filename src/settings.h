@@ -5,7 +5,7 @@
  *         [-pid path] [-kl] [-log path] [-ld|-le] [-ulog path] [-ulim num]
  *         [-uas] [-sid num] [-mhost name] [-mport num] [-rts path]
  *         [-mask expr] [-unmask expr] [-maxconn num] [-itemmax size]
- *         [-fsync policy] [-ukeep num] [-rkey path] [dbname]
+ *         [-fsync policy] [-ukeep num] [-ckpt secs] [-rkey path] [dbname]
  *
  * Parsing validates everything up front and reports the first problem in
  * one line, so a typo never starts a server with an unintended setting.
@@ -33,6 +33,7 @@
 #define SETTINGS_DEFAULT_ULIM ((uint64_t)1 << 30)
 #define SETTINGS_DEFAULT_PID "kurad.pid"
 #define SETTINGS_DEFAULT_SID 1
+#define SETTINGS_DEFAULT_CKPT_S 25
 #define SETTINGS_DEFAULT_UKEEP 8
 
 enum settings_log_level {
@@ -54,6 +55,7 @@ struct settings {
     char ulog_path[PATH_MAX]; /* update log directory, "" = none */
     uint64_t ulim;       /* update log segment size */
     uint32_t ukeep;      /* most segments kept for lagging peers */
+    uint32_t ckpt_s;     /* checkpoint at least this often */
     bool uas;            /* answer before logging (ttserver -uas) */
     enum ulog_fsync fsync; /* -fsync: always, never or every fsync_ms */
     uint32_t fsync_ms;

@@ -33,6 +33,14 @@
 #define FREE_POOL_ENTRY 4
 #define FREE_HEADER 5     /* magic, 32-bit size */
 
+/*
+ * Tokyo Cabinet compresses hash records with raw Deflate through this
+ * exported codec pointer (its public tcinflate() expects a zlib header);
+ * mode 1 is its _TCZMRAW.
+ */
+extern char *(*_tc_inflate)(const char *, int, int *, int);
+#define TC_ZLIB_RAW 1
+
 static const uint8_t kura_magic[4] = {'k', 'u', 'r', 'a'};
 
 static uint64_t
@@ -258,7 +266,9 @@ tcfile_value(const struct tcfile *f, const struct tcfile_block *b,
     const char *in = (const char *)b->value;
     char *out = NULL;
     if (f->opts & OPT_DEFLATE) {
-        out = tcinflate(in, (int)b->vsiz, &sp);
+        out = _tc_inflate != NULL ? _tc_inflate(in, (int)b->vsiz, &sp,
+                                                TC_ZLIB_RAW)
+                                  : NULL;
     } else if (f->opts & OPT_BZIP) {
         out = tcbzipdecode(in, (int)b->vsiz, &sp);
     } else if (f->opts & OPT_TCBS) {

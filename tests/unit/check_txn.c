@@ -2,7 +2,10 @@
  * Unit tests: the write path. Staging, commit, visibility, and the
  * invariants of txn.h: no lost update under concurrent read-modify-write
  * (T1), no deadlock between batches holding many stripes (T4), and a key
- * touched twice in one batch sees its own change (T5).
+ * touched twice in one batch sees its own change (T5). With an update log
+ * under "always": changes reach the store only once durable (T8, store.h
+ * D1), a batch reads its own waiting changes, and threads waiting for
+ * each other's stripes never deadlock (T9).
  */
 #include <check.h>
 #include <pthread.h>
@@ -11,7 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "txn.h"
+#include "ulog.h"
 #include "unit_main.h"
 #include "util.h"
 
@@ -417,6 +422,224 @@ START_TEST(test_replication_observes_the_clock)
 }
 END_TEST
 
+/* ------------------------------------------- apply after sync (T8, T9) */
+
+static struct ulog *ulog;
+static struct logger lg;
+
+/* Like _setup, with an update log under "always"; the sync thread runs
+ * only if `threads`, so that without it nothing is durable until a batch
+ * asks (ulog_wait_durable syncs itself then). */
+static void
+_setup_logged(bool threads)
+{
+    struct dbspec spec;
+    struct ulog_options o;
+    struct ulog_recovery rec;
+    char err[256];
+
+    snprintf(dir, sizeof(dir), "/tmp/kura-txn-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof(path), "%s/t.tch", dir);
+    ck_assert(dbspec_parse(path, &spec, err, sizeof(err)));
+    store = store_open(&spec, NULL, err, sizeof(err));
+    ck_assert_ptr_nonnull(store);
+    clock_init(&clk, 0);
+    log_open(&lg, "/dev/null", LOG_ERROR);
+    memset(&o, 0, sizeof(o));
+    snprintf(o.dir, sizeof(o.dir), "%s/t.ulog", dir);
+    o.segment_max = 1 << 20;
+    o.fsync = ULOG_FSYNC_ALWAYS;
+    o.sid = 1;
+    o.checkpoint_ms = 1000000;
+    o.checkpoint_bytes = UINT64_MAX;
+    o.clock = &clk;
+    o.log = &lg;
+    ulog = ulog_open(&o, &rec, err, sizeof(err));
+    ck_assert_msg(ulog != NULL, "%s", err);
+    if (threads) {
+        ck_assert_int_eq(ulog_start(ulog), 0);
+    }
+    ck_assert_int_eq(txn_engine_init(&eng, store, &clk, ulog, 1, 64, NULL,
+                                     err, sizeof(err)),
+                     0);
+    eng.apply_after_sync = true;
+}
+
+static void
+_setup_logged_alone(void)
+{
+    _setup_logged(false);
+}
+
+static void
+_setup_logged_threads(void)
+{
+    _setup_logged(true);
+}
+
+static void
+_teardown_logged(void)
+{
+    char cmd[128];
+    txn_engine_deinit(&eng);
+    ulog_close(ulog);
+    store_close(store);
+    log_close(&lg);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* What the store itself holds for `key`, bypassing every batch. */
+static bool
+_stored(const char *key, char *out, size_t cap)
+{
+    uint8_t scratch[512];
+    struct store_value sv;
+    struct record_meta m;
+    const uint8_t *v;
+    size_t vlen;
+    if (store_get(store, key, strlen(key), scratch, sizeof(scratch), &sv) !=
+        STORE_OK) {
+        return false;
+    }
+    ck_assert_int_eq(record_decode(sv.data, sv.len, &m, &v, &vlen),
+                     RECORD_OK);
+    snprintf(out, cap, "%.*s", (int)vlen, (const char *)v);
+    store_value_release(&sv);
+    return m.kind == RECORD_VALUE;
+}
+
+START_TEST(test_t8_store_changes_only_once_durable)
+{
+    struct txn_batch b;
+    char v[64];
+
+    ck_assert_int_eq(txn_batch_init(&b, &eng, 1024), 0);
+    _put(&b, "k", "one");
+    ck_assert_int_eq(txn_commit(&b), TXN_OK);
+    /* Logged, not durable (no sync thread): the store has nothing yet,
+     * and nothing may be answered. */
+    ck_assert(!_stored("k", v, sizeof(v)));
+    ck_assert_uint_lt(txn_applied_lsn(&b), b.last_lsn);
+    ck_assert_int_eq(txn_apply_durable(&b), TXN_OK);
+    ck_assert(!_stored("k", v, sizeof(v)));
+    /* The batch reads its own waiting change, and builds on it. */
+    ck_assert(_get(&b, "k", v, sizeof(v)));
+    ck_assert_str_eq(v, "one");
+    _put(&b, "k", "two");
+    ck_assert_int_eq(txn_commit(&b), TXN_OK);
+    ck_assert(_get(&b, "k", v, sizeof(v)));
+    ck_assert_str_eq(v, "two");
+    ck_assert(!_stored("k", v, sizeof(v)));
+    /* Durable: applied, oldest first, and answerable. */
+    ck_assert_int_eq(txn_wait_applied(&b), TXN_OK);
+    ck_assert(_stored("k", v, sizeof(v)));
+    ck_assert_str_eq(v, "two");
+    ck_assert_uint_ge(txn_applied_lsn(&b), b.last_lsn);
+    ck_assert(!txn_pending(&b));
+    txn_batch_deinit(&b);
+}
+END_TEST
+
+START_TEST(test_t8_expiry_goes_through_the_log)
+{
+    struct txn_batch b;
+    struct txn_current cur;
+    char v[64];
+
+    ck_assert_int_eq(txn_batch_init(&b, &eng, 1024), 0);
+    _put(&b, "k", "one");
+    ck_assert_int_eq(txn_wait_applied(&b), TXN_OK);
+    ck_assert_int_eq(txn_read(&b, "k", 1, &cur), TXN_OK);
+    uint64_t ts = cur.meta.ts;
+    txn_current_release(&cur);
+    uint64_t before = b.last_lsn;
+    ck_assert(txn_expire(&b, "k", 1, ts));
+    /* A logged tombstone with the value's own stamp, applied like any
+     * change: not before it is durable. */
+    ck_assert(_stored("k", v, sizeof(v)));
+    ck_assert_int_eq(txn_wait_applied(&b), TXN_OK);
+    ck_assert_uint_gt(b.last_lsn, before);
+    ck_assert(!_stored("k", v, sizeof(v)));
+    ck_assert_int_eq(txn_read(&b, "k", 1, &cur), TXN_OK);
+    ck_assert(cur.found && cur.meta.kind == RECORD_TOMBSTONE);
+    ck_assert_uint_eq(cur.meta.ts, ts);
+    txn_current_release(&cur);
+    txn_batch_deinit(&b);
+}
+END_TEST
+
+struct crosser {
+    const char *mine;
+    const char *theirs;
+    pthread_barrier_t *both_hold;
+    _Atomic bool done;
+};
+
+/* Holds a waiting change to its own key, then wants the other's. */
+static void *
+_cross(void *arg)
+{
+    struct crosser *c = arg;
+    struct txn_batch b;
+    struct txn_current cur;
+    ck_assert_int_eq(txn_batch_init(&b, &eng, 1024), 0);
+    _put(&b, c->mine, "x");
+    ck_assert_int_eq(txn_commit(&b), TXN_OK);
+    pthread_barrier_wait(c->both_hold);
+    ck_assert_int_eq(txn_begin_key(&b, c->theirs, strlen(c->theirs), &cur),
+                     TXN_OK);
+    txn_current_release(&cur);
+    ck_assert_int_eq(txn_wait_applied(&b), TXN_OK);
+    txn_batch_deinit(&b);
+    atomic_store(&c->done, true);
+    return NULL;
+}
+
+static bool
+_both_done(struct crosser *c)
+{
+    return atomic_load(&c[0].done) && atomic_load(&c[1].done);
+}
+
+/* Polls until both threads are done, for at most `ms`. */
+static bool
+_wait_both(struct crosser *c, uint64_t ms)
+{
+    uint64_t until = util_mono_ms() + ms;
+    while (!_both_done(c)) {
+        if (util_mono_ms() > until) {
+            return false;
+        }
+        usleep(1000);
+    }
+    return true;
+}
+
+START_TEST(test_t9_waiting_groups_never_deadlock)
+{
+    /* Each thread holds, in a group waiting for durability, the stripe
+     * the other wants next. T9 makes each apply its own before it waits. */
+    for (int round = 0; round < 50; round++) {
+        pthread_barrier_t barrier;
+        pthread_barrier_init(&barrier, NULL, 2);
+        struct crosser c[2] = {{"a", "b", &barrier, false},
+                               {"b", "a", &barrier, false}};
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++) {
+            ck_assert_int_eq(pthread_create(&th[i], NULL, _cross, &c[i]), 0);
+        }
+        ck_assert_msg(_wait_both(c, 10000), "round %d deadlocked", round);
+        for (int i = 0; i < 2; i++) {
+            pthread_join(th[i], NULL);
+        }
+        pthread_barrier_destroy(&barrier);
+    }
+}
+END_TEST
+
 static Suite *
 txn_suite(void)
 {
@@ -434,6 +657,16 @@ txn_suite(void)
     tcase_add_test(tc, test_replicated_delete_and_late_older_write);
     tcase_add_test(tc, test_replicated_expired_value_never_comes_back);
     tcase_add_test(tc, test_replication_observes_the_clock);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("apply_after_sync");
+    tcase_add_checked_fixture(tc, _setup_logged_alone, _teardown_logged);
+    tcase_add_test(tc, test_t8_store_changes_only_once_durable);
+    tcase_add_test(tc, test_t8_expiry_goes_through_the_log);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("apply_after_sync_threads");
+    tcase_add_checked_fixture(tc, _setup_logged_threads, _teardown_logged);
+    tcase_add_test(tc, test_t9_waiting_groups_never_deadlock);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

@@ -1,0 +1,234 @@
+/*
+ * Unit tests for store: the database file's marks tell a clean stop from
+ * a crash (store.h D2), a crashed file is checked in full and rebuilt
+ * when damaged (D4), a damaged file after a clean stop is refused, and
+ * one process at a time opens a database.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "record.h"
+#include "store.h"
+#include "tcfile.h"
+#include "unit_main.h"
+
+static char dir[64];
+static char path[128];
+static struct dbspec spec;
+
+static void
+_setup(void)
+{
+    char err[256];
+    snprintf(dir, sizeof(dir), "/tmp/kura-store-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/db.tch", dir);
+    ck_assert(dbspec_parse(path, &spec, err, sizeof(err)));
+}
+
+static void
+_teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static struct store *
+_open(struct store_open_report *rep)
+{
+    char err[512];
+    struct store *s = store_open(&spec, rep, err, sizeof(err));
+    ck_assert_msg(s != NULL, "%s", err);
+    return s;
+}
+
+static void
+_put(struct store *s, const char *key, const char *value)
+{
+    uint8_t buf[256];
+    struct record_meta m = {RECORD_VALUE, 0, 0, 7, 7, 1};
+    size_t n = record_encode(&m, buf);
+    memcpy(buf + n, value, strlen(value));
+    ck_assert_int_eq(store_put(s, key, strlen(key), buf, n + strlen(value)),
+                     STORE_OK);
+}
+
+static bool
+_has(struct store *s, const char *key)
+{
+    uint8_t scratch[256];
+    struct store_value v;
+    enum store_status st = store_get(s, key, strlen(key), scratch,
+                                     sizeof(scratch), &v);
+    store_value_release(&v);
+    return st == STORE_OK;
+}
+
+static struct tcfile_kura
+_marks(uint8_t *flags)
+{
+    struct tcfile f;
+    char why[160];
+    struct tcfile_kura k;
+    ck_assert_int_eq(tcfile_open(&f, path, why, sizeof(why)), TCFILE_OK);
+    tcfile_kura_decode(f.map + TCFILE_OPAQUE_OFF, &k);
+    *flags = f.flags;
+    tcfile_close(&f);
+    return k;
+}
+
+/* Opens the database in a child, stores `n` keys and dies without
+ * closing it: what kill -9 leaves. */
+static void
+_crash_after_writes(int n)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char err[256];
+        char key[32];
+        struct store *s = store_open(&spec, NULL, err, sizeof(err));
+        if (s == NULL) {
+            _exit(2);
+        }
+        for (int i = 0; i < n; i++) {
+            snprintf(key, sizeof(key), "k%d", i);
+            _put(s, key, "value");
+        }
+        _exit(0);
+    }
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+START_TEST(test_d2_marks_tell_clean_from_crash)
+{
+    struct store_open_report rep;
+    uint8_t flags;
+
+    struct store *s = _open(&rep);
+    ck_assert(rep.created);
+    ck_assert(!rep.unclean);
+    struct tcfile_kura k = _marks(&flags);
+    ck_assert(k.present);
+    ck_assert(!k.clean); /* cleared before the first change */
+    _put(s, "a", "1");
+    ck_assert_int_eq(store_close(s), STORE_OK);
+    k = _marks(&flags);
+    ck_assert(k.clean);
+    ck_assert_int_eq(flags & TCFILE_FLAG_OPEN, 0);
+    uint32_t salt = k.salt;
+
+    s = _open(&rep);
+    ck_assert(!rep.created && !rep.unclean && !rep.salvaged);
+    ck_assert(_has(s, "a"));
+    ck_assert_int_eq(store_close(s), STORE_OK);
+    ck_assert_uint_eq(_marks(&flags).salt, salt); /* a file keeps its salt */
+
+    _crash_after_writes(300);
+    s = _open(&rep);
+    ck_assert(rep.unclean);
+    ck_assert(!rep.salvaged); /* sound: nothing torn in the page cache */
+    ck_assert_uint_eq(rep.check.records, 301); /* "a" and k0..k299 */
+    ck_assert(_has(s, "k299"));
+    ck_assert_int_eq(store_close(s), STORE_OK);
+}
+END_TEST
+
+/* D4: a crashed file with a torn record is rebuilt, keeping the rest. */
+START_TEST(test_d4_crashed_and_torn_is_rebuilt)
+{
+    struct store_open_report rep;
+    _crash_after_writes(300);
+    /* Tear the first record's value. */
+    struct tcfile f;
+    char why[160];
+    ck_assert_int_eq(tcfile_open(&f, path, why, sizeof(why)), TCFILE_OK);
+    struct tcfile_block b;
+    const char *w;
+    ck_assert(tcfile_block(&f, f.frec, f.fsiz, &b, &w));
+    uint64_t at = (uint64_t)(b.value - f.map) + b.vsiz - 1;
+    char torn_key[32];
+    snprintf(torn_key, sizeof(torn_key), "%.*s", (int)b.ksiz, b.key);
+    tcfile_close(&f);
+    int fd = open(path, O_WRONLY);
+    ck_assert_int_eq(pwrite(fd, "#", 1, (off_t)at), 1);
+    close(fd);
+
+    struct store *s = _open(&rep);
+    ck_assert(rep.unclean);
+    ck_assert(rep.salvaged);
+    ck_assert_uint_eq(rep.salvage.kept, 299);
+    ck_assert_uint_eq(rep.salvage.torn, 1);
+    ck_assert(!_has(s, torn_key));
+    ck_assert(_has(s, strcmp(torn_key, "k5") == 0 ? "k6" : "k5"));
+    _put(s, "after", "x");
+    ck_assert_int_eq(store_close(s), STORE_OK);
+    struct dbcheck_report cr;
+    ck_assert_int_eq(dbcheck_file(path, DBCHECK_DEEP, &cr), DBCHECK_OK);
+    ck_assert_uint_eq(cr.records, 300);
+}
+END_TEST
+
+/* D4: the same damage after a clean stop is refused, not repaired. */
+START_TEST(test_damage_after_clean_stop_is_refused)
+{
+    struct store_open_report rep;
+    char err[512];
+    struct store *s = _open(&rep);
+    _put(s, "a", "1");
+    ck_assert_int_eq(store_close(s), STORE_OK);
+    struct tcfile f;
+    char why[160];
+    ck_assert_int_eq(tcfile_open(&f, path, why, sizeof(why)), TCFILE_OK);
+    uint64_t frec = f.frec;
+    tcfile_close(&f);
+    int fd = open(path, O_WRONLY);
+    ck_assert_int_eq(pwrite(fd, "\x17", 1, (off_t)frec), 1);
+    close(fd);
+    ck_assert_ptr_null(store_open(&spec, &rep, err, sizeof(err)));
+    ck_assert_msg(strstr(err, "is damaged at offset") != NULL, "%s", err);
+}
+END_TEST
+
+START_TEST(test_one_process_at_a_time)
+{
+    struct store_open_report rep;
+    char err[512];
+    struct store *s = _open(&rep);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct store *t = store_open(&spec, NULL, err, sizeof(err));
+        _exit(t == NULL && strstr(err, "another process") != NULL ? 0 : 1);
+    }
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert_int_eq(store_close(s), STORE_OK);
+}
+END_TEST
+
+static Suite *
+store_suite(void)
+{
+    Suite *s = suite_create("store");
+    TCase *tc = tcase_create("store");
+    tcase_add_checked_fixture(tc, _setup, _teardown);
+    tcase_add_test(tc, test_d2_marks_tell_clean_from_crash);
+    tcase_add_test(tc, test_d4_crashed_and_torn_is_rebuilt);
+    tcase_add_test(tc, test_damage_after_clean_stop_is_refused);
+    tcase_add_test(tc, test_one_process_at_a_time);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TEST_MAIN(store_suite)
