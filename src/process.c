@@ -120,6 +120,10 @@ _retrieve(struct process_ctx *ctx, const struct proto_request *req,
         stats_incr(ctx->stats, touch ? STATS_CMD_TOUCH : STATS_CMD_GET);
         st = touch ? txn_begin_key(ctx->batch, key, nkey, &cur)
                    : txn_read(ctx->batch, key, nkey, &cur);
+        if (st == TXN_EIO && !touch) {
+            /* A damaged record (store.h): this request fails alone. */
+            return _result(_reply(req, out, REPLY_SERVER_ERROR_READ));
+        }
         if (st != TXN_OK) {
             return _txn_error(ctx, req, out, st);
         }
@@ -560,6 +564,11 @@ _stats_general(struct process_ctx *ctx, struct buf *out)
     ok = ok && reply_stat(out, "kura_db_bnum", "%" PRIu64, store_bnum(store));
     ok = ok && reply_stat(out, "kura_db_over_bnum", "%d",
                           store_over_bnum(store) ? 1 : 0);
+    uint64_t damage_at = 0;
+    uint64_t damage = store_damage(store, &damage_at);
+    ok = ok && reply_stat(out, "kura_db_damage_seen", "%" PRIu64, damage);
+    ok = ok && reply_stat(out, "kura_db_damage_offset", "%" PRIu64,
+                          damage_at);
     ok = ok && reply_stat(out, "kura_group_commits", "%" PRIu64, snap.commits);
     ok = ok && reply_stat(out, "kura_early_commits", "%" PRIu64,
                           snap.early_commits);

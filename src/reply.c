@@ -31,6 +31,7 @@ static const struct line code_lines[REPLY_CODE_COUNT] = {
     [REPLY_NON_NUMERIC] =
         LINE("CLIENT_ERROR cannot increment or decrement non-numeric value"),
     [REPLY_SERVER_ERROR_IO] = LINE("SERVER_ERROR write failed"),
+    [REPLY_SERVER_ERROR_READ] = LINE("SERVER_ERROR read failed"),
     [REPLY_SERVER_ERROR_READONLY] =
         LINE("SERVER_ERROR writes disabled after a storage failure"),
     [REPLY_SERVER_ERROR_OOM] = LINE("SERVER_ERROR out of memory"),

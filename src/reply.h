@@ -35,6 +35,7 @@ enum reply_code {
     REPLY_ERROR,
     REPLY_NON_NUMERIC,     /* CLIENT_ERROR cannot increment or decrement... */
     REPLY_SERVER_ERROR_IO, /* SERVER_ERROR a write could not be made durable */
+    REPLY_SERVER_ERROR_READ, /* SERVER_ERROR the record could not be read */
     REPLY_SERVER_ERROR_READONLY,
     REPLY_SERVER_ERROR_OOM,
     REPLY_SERVER_ERROR_NOSPACE,

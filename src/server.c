@@ -338,6 +338,7 @@ _open_storage(struct server *srv, char *err, size_t errlen)
         return -1;
     }
     _log_open_report(srv, &rep);
+    store_set_logger(srv->store, &srv->log);
     if (s->db.kind == DBSPEC_HASH_FILE) {
         snprintf(flush_path, sizeof(flush_path), "%s.flush", s->db.path);
     }

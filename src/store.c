@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 
 #include "atomicfile.h"
 #include "dbcheck.h"
+#include "log.h"
 #include "record.h"
 #include "salvage.h"
 #include "tcfile.h"
@@ -39,14 +42,159 @@ struct store {
     TCMDB *mdb; /* DBSPEC_HASH_MEMORY */
     uint32_t salt; /* seals records (D3) */
     int lock_fd;   /* flock()ed `path`.lock, held while open */
+    struct logger *log;        /* for damage found while serving */
+    _Atomic uint64_t damage;   /* requests that met damage */
+    _Atomic uint64_t damage_at; /* offset of the last damage found */
     char path[DBSPEC_PATH_MAX];
 };
 
+/* ------------------------------------------- damage while serving */
+
+/*
+ * Tokyo Cabinet trusts its file. If a page goes bad while kurad serves
+ * (a failing disk, a hand edit), a lookup can follow a garbage size into
+ * a failed allocation, which Tokyo Cabinet answers by calling tcfatalfunc
+ * and exiting, or into one of the assertions Debian's build keeps, which
+ * abort(), or read a mapped page that cannot be read, which raises
+ * SIGBUS. Each call into Tokyo Cabinet that reads records runs under a
+ * guard: the fatal function and the SIGBUS and SIGABRT handlers jump
+ * back to it, the
+ * locks Tokyo Cabinet took for that key are released, the damage is
+ * located and logged with its offset, and the request fails alone. The
+ * guard is per thread (the handlers find it only that way); both hooks
+ * are process-wide, installed once.
+ */
+struct guard {
+    sigjmp_buf env;
+    volatile sig_atomic_t armed;
+    const char *volatile why;
+};
+
+static _Thread_local struct guard t_guard;
+
+static void
+_on_tc_fatal(const char *msg)
+{
+    if (t_guard.armed) {
+        t_guard.why = msg;
+        siglongjmp(t_guard.env, 1);
+    }
+    /* Not ours to catch: Tokyo Cabinet ends the process after this. */
+    fprintf(stderr, "kurad: Tokyo Cabinet: fatal error: %s\n", msg);
+}
+
+static void
+_on_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)si;
+    (void)uc;
+    if (t_guard.armed) {
+        t_guard.why = sig == SIGBUS
+                          ? "a page of the mapped file could not be read"
+                          : "Tokyo Cabinet failed one of its assertions";
+        siglongjmp(t_guard.env, 2);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+
+static void
+_install_guard(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = _on_signal;
+    /* No mask to restore: the jump leaves the signal deliverable. */
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+    sigaction(SIGABRT, &sa, NULL);
+    tcfatalfunc = _on_tc_fatal;
+}
+
+/* After a jump out of Tokyo Cabinet: the locks its call took for `key`
+ * are still held by this thread; give them back. */
+static void
+_release_tc_locks(struct store *s, const void *key, size_t nkey)
+{
+    if (key != NULL) { /* calls on a key also lock its records */
+        uint8_t hash;
+        uint64_t bucket = tcfile_bucket_of(s->hdb->bnum, key, nkey, &hash);
+        pthread_rwlock_t *records = s->hdb->rmtxs;
+        pthread_rwlock_unlock(&records[(uint8_t)bucket]);
+    }
+#ifdef __GLIBC__
+    /* The whole-database mutex is recursive and taken only around a few
+     * steps of a write; glibc says who owns it. */
+    pthread_mutex_t *db = s->hdb->dmtx;
+    while (db->__data.__owner == gettid()) {
+        pthread_mutex_unlock(db);
+    }
+#endif
+    pthread_rwlock_unlock(s->hdb->mmtx);
+}
+
+/* Tokyo Cabinet latches its first serious error and then reports it
+ * for every later call on any thread: forget it, the damage is local. */
+static void
+_unlatch(struct store *s)
+{
+    s->hdb->fatal = false;
+}
+
+/*
+ * A call on `key` met damage (`why`, from the guard or Tokyo Cabinet's
+ * error). Finds where, logs it (each place once in a while), and makes
+ * the next start check the file in full (D4) by never marking it clean.
+ */
 static enum store_status
-_hdb_status(struct store *s)
+_damaged(struct store *s, const void *key, size_t nkey, const char *why)
+{
+    struct tcfile f;
+    char fwhy[160];
+    uint64_t off = 0;
+    const char *where = "not found on the key's path";
+    if (key != NULL &&
+        tcfile_open(&f, s->path, fwhy, sizeof(fwhy)) == TCFILE_OK) {
+        if (tcfile_find(&f, key, nkey, &off, &where) >= 0) {
+            off = 0;
+            where = "the key's path is intact; elsewhere in the file";
+        }
+        tcfile_close(&f);
+    }
+    _unlatch(s);
+    atomic_fetch_add(&s->damage, 1);
+    atomic_store(&s->damage_at, off);
+    if (key == NULL) {
+        key = "";
+    }
+    if (s->log != NULL) {
+        log_limited(s->log, LOG_ERROR, "store: database %s is damaged at "
+                    "offset %" PRIu64 " (%s; %s) on the way to key "
+                    "\"%.*s\": that request fails, other keys are served; "
+                    "the file is checked and rebuilt at the next start, or "
+                    "restore it from a peer", s->path, off, where, why,
+                    (int)(nkey > 64 ? 64 : nkey), (const char *)key);
+    }
+    return STORE_EIO;
+}
+
+/* A call on `key` returned false: not found, or damage Tokyo Cabinet
+ * noticed by itself (a bad record header, a read past the end). */
+static enum store_status
+_hdb_error(struct store *s, const void *key, size_t nkey)
 {
     int ecode = tchdbecode(s->hdb);
-    return ecode == TCENOREC ? STORE_NOTFOUND : STORE_EIO;
+    if (ecode == TCENOREC) {
+        return STORE_NOTFOUND;
+    }
+    if (ecode == TCERHEAD || ecode == TCEREAD || ecode == TCEMISC ||
+        s->hdb->fatal) {
+        return _damaged(s, key, nkey, tchdberrmsg(ecode));
+    }
+    return STORE_EIO;
 }
 
 /* Writes `len` bytes at `off` of `path` and syncs them; 0 or -1. */
@@ -353,6 +501,7 @@ store_open(const struct dbspec *spec, struct store_open_report *rep,
     if (rep == NULL) {
         rep = &ignored;
     }
+    pthread_once(&guard_once, _install_guard);
     memset(rep, 0, sizeof(*rep));
     if (!_open_hash_file(s, spec, rep, err, errlen)) {
         if (s->hdb != NULL) {
@@ -385,9 +534,11 @@ store_close(struct store *s)
         tchdbdel(s->hdb);
         uint8_t one = 1;
         int fd = open(s->path, O_RDWR | O_CLOEXEC);
-        if (st != STORE_OK || fd < 0 || fsync(fd) != 0 ||
-            _patch(s->path, TCFILE_KURA_CLEAN_OFF, &one, 1) != 0) {
+        if (st != STORE_OK || fd < 0 || fsync(fd) != 0) {
             st = STORE_EIO;
+        } else if (atomic_load(&s->damage) == 0 &&
+                   _patch(s->path, TCFILE_KURA_CLEAN_OFF, &one, 1) != 0) {
+            st = STORE_EIO; /* damage seen: leave it for the next check */
         }
         if (fd >= 0) {
             close(fd);
@@ -427,9 +578,16 @@ store_get(struct store *s, const void *key, size_t nkey, uint8_t *scratch,
      * truncated" and the record is fetched again in full.
      */
     int max = cap > INT32_MAX ? INT32_MAX : (int)cap;
+    if (sigsetjmp(t_guard.env, 0) != 0) {
+        t_guard.armed = 0;
+        _release_tc_locks(s, key, nkey);
+        return _damaged(s, key, nkey, t_guard.why);
+    }
+    t_guard.armed = 1;
     int n = cap > 0 ? tchdbget3(s->hdb, key, (int)nkey, scratch, max - 1) : max;
+    t_guard.armed = 0;
     if (n < 0) {
-        return _hdb_status(s);
+        return _hdb_error(s, key, nkey);
     }
     if (n < max - 1) {
         out->data = scratch;
@@ -437,9 +595,11 @@ store_get(struct store *s, const void *key, size_t nkey, uint8_t *scratch,
         return STORE_OK;
     }
     int sp;
+    t_guard.armed = 1;
     void *p = tchdbget(s->hdb, key, (int)nkey, &sp);
+    t_guard.armed = 0;
     if (p == NULL) {
-        return _hdb_status(s);
+        return _hdb_error(s, key, nkey);
     }
     out->owned = p;
     out->data = p;
@@ -463,10 +623,15 @@ store_put(struct store *s, const void *key, size_t nkey, uint8_t *rec,
         return STORE_OK;
     }
     record_seal(rec, len, key, nkey, s->salt); /* D3 */
-    if (!tchdbput(s->hdb, key, (int)nkey, rec, (int)len)) {
-        return STORE_EIO;
+    if (sigsetjmp(t_guard.env, 0) != 0) {
+        t_guard.armed = 0;
+        _release_tc_locks(s, key, nkey);
+        return _damaged(s, key, nkey, t_guard.why);
     }
-    return STORE_OK;
+    t_guard.armed = 1;
+    bool ok = tchdbput(s->hdb, key, (int)nkey, rec, (int)len);
+    t_guard.armed = 0;
+    return ok ? STORE_OK : _hdb_error(s, key, nkey);
 }
 
 enum store_status
@@ -475,10 +640,15 @@ store_out(struct store *s, const void *key, size_t nkey)
     if (s->mdb != NULL) {
         return tcmdbout(s->mdb, key, (int)nkey) ? STORE_OK : STORE_NOTFOUND;
     }
-    if (!tchdbout(s->hdb, key, (int)nkey)) {
-        return _hdb_status(s);
+    if (sigsetjmp(t_guard.env, 0) != 0) {
+        t_guard.armed = 0;
+        _release_tc_locks(s, key, nkey);
+        return _damaged(s, key, nkey, t_guard.why);
     }
-    return STORE_OK;
+    t_guard.armed = 1;
+    bool ok = tchdbout(s->hdb, key, (int)nkey);
+    t_guard.armed = 0;
+    return ok ? STORE_OK : _hdb_error(s, key, nkey);
 }
 
 enum store_status
@@ -637,11 +807,22 @@ store_iter_next(struct store *s, char *key, size_t cap, size_t *nkey)
 {
     for (;;) {
         int sp;
-        void *p = s->mdb != NULL ? tcmdbiternext(s->mdb, &sp)
-                                 : tchdbiternext(s->hdb, &sp);
+        void *p;
+        if (s->mdb != NULL) {
+            p = tcmdbiternext(s->mdb, &sp);
+        } else {
+            if (sigsetjmp(t_guard.env, 0) != 0) {
+                t_guard.armed = 0;
+                _release_tc_locks(s, NULL, 0);
+                return _damaged(s, NULL, 0, t_guard.why);
+            }
+            t_guard.armed = 1;
+            p = tchdbiternext(s->hdb, &sp);
+            t_guard.armed = 0;
+        }
         if (p == NULL) {
             if (s->hdb != NULL && tchdbecode(s->hdb) != TCENOREC) {
-                return STORE_EIO;
+                return _hdb_error(s, NULL, 0);
             }
             return STORE_NOTFOUND;
         }
@@ -653,6 +834,21 @@ store_iter_next(struct store *s, char *key, size_t cap, size_t *nkey)
         }
         free(p);
     }
+}
+
+void
+store_set_logger(struct store *s, struct logger *log)
+{
+    s->log = log;
+}
+
+uint64_t
+store_damage(struct store *s, uint64_t *last_offset)
+{
+    if (last_offset != NULL) {
+        *last_offset = atomic_load(&s->damage_at);
+    }
+    return atomic_load(&s->damage);
 }
 
 const char *

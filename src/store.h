@@ -71,6 +71,7 @@
 
 #include "dbcheck.h"
 #include "dbspec.h"
+#include "log.h"
 #include "salvage.h"
 
 enum store_status {
@@ -242,6 +243,18 @@ enum store_status store_iter_init(struct store *s);
  */
 enum store_status store_iter_next(struct store *s, char *key, size_t cap,
                                   size_t *nkey);
+
+/*
+ * Damage found while serving: a call into Tokyo Cabinet that meets a bad
+ * page (a garbage size, an unreadable mapped page, a bad header) fails
+ * alone with STORE_EIO instead of ending the process; the damage is
+ * logged with its offset (to `log`, set once before serving), counted,
+ * and the file is then not marked clean at close, so the next start
+ * checks it in full and rebuilds it (D4). store_damage() returns how many
+ * requests met damage and where the last one was.
+ */
+void store_set_logger(struct store *s, struct logger *log);
+uint64_t store_damage(struct store *s, uint64_t *last_offset);
 
 /* Message for the last error seen by the calling thread. */
 const char *store_errmsg(struct store *s);

@@ -317,6 +317,48 @@ tcfile_order(uint8_t ha, const uint8_t *a, size_t na, uint8_t hb,
     return memcmp(a, b, na);
 }
 
+int
+tcfile_find(const struct tcfile *f, const uint8_t *key, size_t nkey,
+            uint64_t *off, const char **why)
+{
+    uint8_t hash;
+    uint64_t bucket = tcfile_bucket_of(f->bnum, key, nkey, &hash);
+    uint64_t end = f->fsiz < f->size ? f->fsiz : f->size;
+    if (TCFILE_HEAD_SIZE + (bucket + 1) * f->width > f->size) {
+        *off = TCFILE_HEAD_SIZE + bucket * f->width;
+        *why = "the bucket array is cut short";
+        return -1;
+    }
+    uint64_t at = tcfile_bucket(f, bucket);
+    /* A tree holds at most every record once: a longer walk loops. */
+    uint64_t steps = f->size >> f->apow;
+    while (at != 0) {
+        struct tcfile_block b;
+        *off = at;
+        if (steps-- == 0) {
+            *why = "the tree loops";
+            return -1;
+        }
+        if (at < f->frec || at >= end || (at & (((uint64_t)1 << f->apow) - 1))
+            || !tcfile_block(f, at, end, &b, why)) {
+            if (at < f->frec || at >= end) {
+                *why = "a link points outside the record area";
+            }
+            return -1;
+        }
+        if (b.free) {
+            *why = "a link points at a free block";
+            return -1;
+        }
+        int cmp = tcfile_order(hash, key, nkey, b.hash, b.key, b.ksiz);
+        if (cmp == 0) {
+            return 1;
+        }
+        at = cmp > 0 ? b.left : b.right;
+    }
+    return 0;
+}
+
 void
 tcfile_kura_decode(const uint8_t *opaque, struct tcfile_kura *k)
 {

@@ -124,6 +124,15 @@ int tcfile_order(uint8_t ha, const uint8_t *a, size_t na, uint8_t hb,
                  const uint8_t *b, size_t nb);
 
 /*
+ * Looks `key` up the way Tokyo Cabinet does, checking every block on the
+ * way. Returns 1 if it is found intact (`*off` is its record), 0 if it is
+ * not there, or -1 if the way to it is damaged: `*off` is the first bad
+ * block (or bucket entry) and `*why` says what is wrong.
+ */
+int tcfile_find(const struct tcfile *f, const uint8_t *key, size_t nkey,
+                uint64_t *off, const char **why);
+
+/*
  * kura's area of the opaque header field: a magic, the database's seal
  * salt (record.h) and whether the last stop was clean (store.h, D2).
  */
