@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util.h"
+
 int
 recovery_redo(struct txn_engine *eng, struct ulog *ulog, uint64_t from,
               size_t scratch_cap, struct recovery_result *res,
@@ -17,6 +19,7 @@ recovery_redo(struct txn_engine *eng, struct ulog *ulog, uint64_t from,
     int rc = 0;
 
     memset(res, 0, sizeof(*res));
+    uint64_t began = util_mono_ms();
     enum ulog_status st = ulog_reader_open(ulog, from, &r);
     if (st == ULOG_EGAP) {
         snprintf(err, errlen, "the update log no longer holds the records "
@@ -58,7 +61,8 @@ recovery_redo(struct txn_engine *eng, struct ulog *ulog, uint64_t from,
     ulog_reader_close(r);
     if (rc == 0 && res->records > 0) {
         log_info(log, "redo: %" PRIu64 " records after the checkpoint "
-                 "replayed", res->records);
+                 "replayed in %" PRIu64 " ms", res->records,
+                 util_mono_ms() - began);
     }
     return rc;
 }

@@ -32,6 +32,7 @@ struct rebuild {
     size_t cap;
     struct salvage_report *r;
     uint64_t now_us;
+    uint64_t end;      /* walk up to here */
 };
 
 void
@@ -42,6 +43,7 @@ salvage_tuning_keep(struct salvage_tuning *t)
     t->fpow = -1;
     t->opts = -1;
     t->xmsiz = 0;
+    t->end = 0;
 }
 
 /* A record without a seal is believed only if everything about it agrees:
@@ -114,7 +116,7 @@ _try_record(struct rebuild *rb, uint64_t off, uint64_t *size)
     struct tcfile_block b;
     const char *why;
     if (rb->f.map[off] != TCFILE_MAGIC_RECORD ||
-        !tcfile_block(&rb->f, off, rb->f.size, &b, &why) || b.ksiz == 0) {
+        !tcfile_block(&rb->f, off, rb->end, &b, &why) || b.ksiz == 0) {
         return 0;
     }
     size_t len;
@@ -152,7 +154,7 @@ _walk(struct rebuild *rb)
     bool in_bad = false;
     bool in_free = false;
 
-    while (off < rb->f.size) {
+    while (off < rb->end) {
         uint64_t size = 0;
         int rc = _try_record(rb, off, &size);
         if (rc < 0) {
@@ -171,8 +173,12 @@ _walk(struct rebuild *rb)
          * header is not trusted either. */
         struct tcfile_block b;
         const char *why;
-        if (!in_bad && !in_free && rb->f.map[off] == TCFILE_MAGIC_FREE &&
-            tcfile_block(&rb->f, off, rb->f.size, &b, &why)) {
+        if (rb->f.map[off] == TCFILE_MAGIC_FREE &&
+            tcfile_block(&rb->f, off, rb->end, &b, &why)) {
+            if (in_bad) {
+                rb->r->unreadable += off - bad_from;
+                in_bad = false;
+            }
             in_free = true;
         } else if (!in_free && !in_bad) {
             in_bad = true;
@@ -184,7 +190,7 @@ _walk(struct rebuild *rb)
         off += align;
     }
     if (in_bad) {
-        rb->r->unreadable += rb->f.size - bad_from;
+        rb->r->unreadable += rb->end - bad_from;
     }
     return 0;
 }
@@ -279,11 +285,14 @@ salvage_rebuild(const char *path, const struct salvage_tuning *t,
     struct tcfile_kura k;
     tcfile_kura_decode(rb.f.map + TCFILE_OPAQUE_OFF, &k);
     rb.salt = k.present ? k.salt : 0;
-    rb.new_salt = rb.salt;
-    if (!k.present && getrandom(&rb.new_salt, sizeof(rb.new_salt), 0) !=
-                          (ssize_t)sizeof(rb.new_salt)) {
+    if (getrandom(&rb.new_salt, sizeof(rb.new_salt), 0) !=
+        (ssize_t)sizeof(rb.new_salt)) {
         rb.new_salt = (uint32_t)rb.now_us ^ (uint32_t)getpid();
     }
+    if (rb.new_salt == rb.salt) {
+        rb.new_salt++;
+    }
+    rb.end = t->end > 0 && t->end < rb.f.size ? t->end : rb.f.size;
     unlink(tmp);
     int rc = _open_out(&rb, tmp, t, err, errlen);
     if (rc == 0 && _walk(&rb) != 0) {

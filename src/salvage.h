@@ -27,9 +27,12 @@
  * every change made to the file since (D1), so whatever salvage keeps for
  * them is overwritten by their last logged state.
  *
- * The new file is written next to the old one (`path`.rebuild), synced,
- * marked clean, renamed over the old one and the directory synced: a
- * crash at any point leaves either the old file or the new one.
+ * The new file is written next to the old one (`path`.rebuild), with a
+ * new salt (every record is sealed again), synced, marked clean, renamed
+ * over the old one and the directory synced: a crash at any point leaves
+ * either the old file or the new one. The new salt makes the old file's
+ * records, whose blocks the file system frees and may hand back as
+ * garbage inside this file after a later power cut, fail their seals.
  *
  * Single-threaded; runs before the database is opened.
  */
@@ -47,6 +50,11 @@ struct salvage_tuning {
     int64_t fpow;
     int opts;      /* Tokyo Cabinet HDBT* flags, or -1 */
     int64_t xmsiz; /* mapping used while writing; 0 = Tokyo Cabinet's */
+    /* Walk the old file only up to here (0: all of it): past it, every
+     * record belongs to a change the update log redoes (the checkpoint's
+     * size, ulog.h), and what lies there after a power cut may be a
+     * file system's garbage. */
+    uint64_t end;
 };
 
 struct salvage_report {

@@ -155,6 +155,13 @@ _db_size(void *arg)
     return store_fsiz(srv->store);
 }
 
+static uint32_t
+_db_salt(void *arg)
+{
+    struct server *srv = arg;
+    return store_salt(srv->store);
+}
+
 static uint64_t
 _peers_acked(void *arg)
 {
@@ -248,7 +255,8 @@ _ensure_parent_dir(const char *path, char *err, size_t errlen)
 }
 
 static int
-_open_ulog(struct server *srv, char *err, size_t errlen)
+_open_ulog(struct server *srv, struct ulog_recovery *found, char *err,
+           size_t errlen)
 {
     const struct settings *s = srv->settings;
     struct ulog_options o;
@@ -268,6 +276,7 @@ _open_ulog(struct server *srv, char *err, size_t errlen)
     o.log = &srv->log;
     o.sync_db = _sync_db;
     o.db_size = _db_size;
+    o.db_salt = _db_salt;
     o.peers_acked = _peers_acked;
     o.arg = srv;
     srv->ulog = ulog_open(&o, &rec, err, errlen);
@@ -279,6 +288,7 @@ _open_ulog(struct server *srv, char *err, size_t errlen)
     log_info(&srv->log, "update log %s: %u segment(s), last lsn %" PRIu64
              ", checkpoint %" PRIu64, s->ulog_path, rec.segments,
              rec.last_lsn, rec.checkpoint_lsn);
+    *found = rec;
     return 0;
 }
 
@@ -332,8 +342,20 @@ _open_storage(struct server *srv, char *err, size_t errlen)
                  "optimize instead");
         return -1;
     }
+    /* The log first: its checkpoint says how much of the database file
+     * a rebuild must read (store.h, store_redo_bound). */
+    struct ulog_recovery found;
+    struct store_redo_bound bound = {0, 0};
+    clock_init(&srv->clock, 0);
+    if (s->ulog_path[0] != '\0') {
+        if (_open_ulog(srv, &found, err, errlen) != 0) {
+            return -1;
+        }
+        bound.size = found.checkpoint_db_size;
+        bound.salt = found.checkpoint_db_salt;
+    }
     struct store_open_report rep;
-    srv->store = store_open(&s->db, &rep, err, errlen);
+    srv->store = store_open(&s->db, &bound, &rep, err, errlen);
     if (srv->store == NULL) {
         return -1;
     }
@@ -341,10 +363,6 @@ _open_storage(struct server *srv, char *err, size_t errlen)
     store_set_logger(srv->store, &srv->log);
     if (s->db.kind == DBSPEC_HASH_FILE) {
         snprintf(flush_path, sizeof(flush_path), "%s.flush", s->db.path);
-    }
-    clock_init(&srv->clock, 0);
-    if (s->ulog_path[0] != '\0' && _open_ulog(srv, err, errlen) != 0) {
-        return -1;
     }
     if (txn_engine_init(&srv->eng, srv->store, &srv->clock, srv->ulog, s->sid,
                         SERVER_STRIPES, flush_path, err, errlen) != 0) {
@@ -364,6 +382,13 @@ _open_storage(struct server *srv, char *err, size_t errlen)
     ulog_stats(srv->ulog, &us);
     if (recovery_redo(&srv->eng, srv->ulog, us.checkpoint_lsn, scratch, &res,
                       &srv->log, err, errlen) != 0) {
+        return -1;
+    }
+    /* After a crash, a checkpoint of the recovered state at once: the
+     * redo is not repeated, and a rebuilt file (new salt) gets the
+     * checkpoint size that bounds its next rebuild. */
+    if (rep.unclean && ulog_checkpoint(srv->ulog) != ULOG_OK) {
+        snprintf(err, errlen, "cannot checkpoint the recovered database");
         return -1;
     }
     if (repl_auth_load(&srv->auth, s->rkey_path, err, errlen) != 0) {

@@ -285,6 +285,7 @@ _create(struct store *s, const struct dbspec *spec, char *err,
  */
 static bool
 _prepare_file(struct store *s, const struct dbspec *spec,
+              const struct store_redo_bound *bound,
               struct store_open_report *rep, char *err, size_t errlen)
 {
     struct tcfile f;
@@ -341,6 +342,10 @@ _prepare_file(struct store *s, const struct dbspec *spec,
         struct salvage_tuning t;
         salvage_tuning_keep(&t);
         t.xmsiz = spec->xmsiz >= 0 ? spec->xmsiz : STORE_DEFAULT_XMSIZ;
+        if (bound != NULL && bound->size > 0 && k.present &&
+            bound->salt == k.salt) {
+            t.end = bound->size;
+        }
         uint64_t began = util_mono_ms();
         if (salvage_rebuild(spec->path, &t, &rep->salvage, err, errlen) !=
             0) {
@@ -350,7 +355,7 @@ _prepare_file(struct store *s, const struct dbspec *spec,
         rep->salvaged = true;
         struct store_open_report again;
         memset(&again, 0, sizeof(again));
-        if (!_prepare_file(s, spec, &again, err, errlen)) {
+        if (!_prepare_file(s, spec, NULL, &again, err, errlen)) {
             return false;
         }
         rep->needs_area = again.needs_area;
@@ -385,6 +390,7 @@ _prepare_file(struct store *s, const struct dbspec *spec,
 
 static bool
 _open_hash_file(struct store *s, const struct dbspec *spec,
+                const struct store_redo_bound *bound,
                 struct store_open_report *rep, char *err, size_t errlen)
 {
     s->hdb = tchdbnew();
@@ -415,7 +421,7 @@ _open_hash_file(struct store *s, const struct dbspec *spec,
     }
     /* Tokyo Cabinet trusts its file; a damaged one must be dealt with
      * here, not abort the process in the middle of a lookup later. */
-    if (!_prepare_file(s, spec, rep, err, errlen)) {
+    if (!_prepare_file(s, spec, bound, rep, err, errlen)) {
         return false;
     }
     /* Non-blocking lock: a second daemon on the same file fails at once. */
@@ -474,8 +480,8 @@ store_lock(const char *path, int *fd, char *err, size_t errlen)
 }
 
 struct store *
-store_open(const struct dbspec *spec, struct store_open_report *rep,
-           char *err, size_t errlen)
+store_open(const struct dbspec *spec, const struct store_redo_bound *bound,
+           struct store_open_report *rep, char *err, size_t errlen)
 {
     struct store *s = calloc(1, sizeof(*s));
     struct store_open_report ignored;
@@ -503,7 +509,7 @@ store_open(const struct dbspec *spec, struct store_open_report *rep,
     }
     pthread_once(&guard_once, _install_guard);
     memset(rep, 0, sizeof(*rep));
-    if (!_open_hash_file(s, spec, rep, err, errlen)) {
+    if (!_open_hash_file(s, spec, bound, rep, err, errlen)) {
         if (s->hdb != NULL) {
             tchdbdel(s->hdb);
         }
@@ -834,6 +840,12 @@ store_iter_next(struct store *s, char *key, size_t cap, size_t *nkey)
         }
         free(p);
     }
+}
+
+uint32_t
+store_salt(const struct store *s)
+{
+    return s->salt;
 }
 
 void

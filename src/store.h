@@ -103,15 +103,29 @@ struct store_open_report {
 };
 
 /*
+ * What the update log can restore (its last checkpoint, ulog.h): every
+ * record past `size` bytes of the file whose salt is `salt` belongs to a
+ * change the log redoes. A rebuild reads the file only up to there.
+ */
+struct store_redo_bound {
+    uint64_t size; /* 0: nothing known */
+    uint32_t salt;
+};
+
+/*
  * Opens (creating if needed) the database described by `spec`, after
  * D2/D4 above: an unclean file is checked in full and rebuilt if needed.
- * `rep` (may be NULL) says what happened. Returns the store, or NULL with
- * a one-line reason in `err` (`errlen`). The caller closes it with
- * store_close().
+ * `bound` (may be NULL) limits what a rebuild reads; `rep` (may be NULL)
+ * says what happened. Returns the store, or NULL with a one-line reason
+ * in `err` (`errlen`). The caller closes it with store_close().
  */
 struct store *store_open(const struct dbspec *spec,
+                         const struct store_redo_bound *bound,
                          struct store_open_report *rep, char *err,
                          size_t errlen);
+
+/* The salt that seals this file's records; names the file's version. */
+uint32_t store_salt(const struct store *s);
 
 /*
  * Takes the database's process lock (flock on `path`.lock) without

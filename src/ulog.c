@@ -288,8 +288,10 @@ _read_checkpoint(struct ulog *u, struct ulog_recovery *rec, char *err,
         snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
         return -1;
     }
-    if (sscanf(text, "checkpoint %" SCNu64 " %" SCNu64, &rec->checkpoint_lsn,
-               &rec->checkpoint_seq) != 2) {
+    /* Before database sizes were recorded, a checkpoint had two fields. */
+    if (sscanf(text, "checkpoint %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu32,
+               &rec->checkpoint_lsn, &rec->checkpoint_seq,
+               &rec->checkpoint_db_size, &rec->checkpoint_db_salt) < 2) {
         snprintf(err, errlen, "%s is corrupt", path);
         return -1;
     }
@@ -533,6 +535,7 @@ ulog_open(const struct ulog_options *o, struct ulog_recovery *rec, char *err,
     u->syncing_lsn = u->last_lsn;
     _publish_locked(u);
     u->checkpoint_lsn = rec->checkpoint_lsn;
+    u->checkpoint_db_salt = rec->checkpoint_db_salt;
     u->segment_done = u->nsegs > 1;
     rec->last_lsn = u->last_lsn;
     rec->last_seq = u->last_seq;
@@ -1129,7 +1132,10 @@ ulog_checkpoint(struct ulog *u)
     uint64_t lsn = _applied_lsn_locked(u);
     uint64_t seq = lsn == u->last_lsn ? u->last_seq : 0;
     uint64_t bytes = u->total_appended;
-    bool same = lsn == u->checkpoint_lsn;
+    uint32_t salt = u->o.db_salt != NULL ? u->o.db_salt(u->o.arg) : 0;
+    /* A rebuilt database (a new salt) needs its own checkpoint even if
+     * the log has not moved: the old one's size means nothing for it. */
+    bool same = lsn == u->checkpoint_lsn && salt == u->checkpoint_db_salt;
     /* A finished segment still holding changes that wait to be applied
      * (txn.h T8) is covered by a retry a second later, not in 25 s. */
     u->segment_done = u->nsegs > 1 && lsn < u->segs[u->nsegs - 1].base_lsn;
@@ -1147,7 +1153,7 @@ ulog_checkpoint(struct ulog *u)
         }
         snprintf(path, sizeof(path), "%s/checkpoint", u->o.dir);
         int n = snprintf(text, sizeof(text), "checkpoint %" PRIu64 " %" PRIu64
-                         "\n", lsn, seq);
+                         " %" PRIu64 " %" PRIu32 "\n", lsn, seq, db_size, salt);
         if (atomicfile_write(path, text, (size_t)n) != 0) {
             log_limited(u->o.log, LOG_ERROR, "ulog: cannot write %s: %s", path,
                         strerror(errno));
@@ -1155,6 +1161,7 @@ ulog_checkpoint(struct ulog *u)
         }
         pthread_mutex_lock(&u->lock);
         u->checkpoint_lsn = lsn;
+        u->checkpoint_db_salt = salt;
         u->bytes_at_checkpoint = bytes;
         u->db_at_checkpoint = db_size;
         u->checkpoints++;

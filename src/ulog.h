@@ -5,9 +5,11 @@
  * Files, in the -ulog directory:
  *   00000001.ulog, 00000002.ulog, ...  segments; a new one is started when
  *                        the current one would pass -ulim bytes
- *   checkpoint           "lsn seq": the database file was synced to disk
- *                        holding every record up to lsn (replaced
- *                        atomically, never rewritten in place)
+ *   checkpoint           "lsn seq size salt": the database file whose
+ *                        seal salt is `salt` was synced to disk holding
+ *                        every record up to lsn, and every record past
+ *                        `size` bytes of it belongs to a change after lsn
+ *                        (replaced atomically, never rewritten in place)
  *   LOCK                 flock()ed while a process has the log open
  *
  * A segment starts with a 64-byte header (magic, version, creator sid,
@@ -114,6 +116,9 @@ struct ulog_options {
     /* Size of the database file in bytes (checkpoint_growth); may be
      * NULL. */
     uint64_t (*db_size)(void *arg);
+    /* The database file's seal salt, which names this version of the
+     * file (recorded with its size in checkpoints); may be NULL. */
+    uint32_t (*db_salt)(void *arg);
     /* Lowest lsn acknowledged by every known peer (UINT64_MAX if none). */
     uint64_t (*peers_acked)(void *arg);
     void *arg;
@@ -125,6 +130,8 @@ struct ulog_recovery {
     uint64_t last_seq;
     uint64_t checkpoint_lsn; /* redo starts after this */
     uint64_t checkpoint_seq;
+    uint64_t checkpoint_db_size; /* database bytes it covers; 0: unknown */
+    uint32_t checkpoint_db_salt; /* ... of the file with this salt */
     uint64_t cut_bytes;      /* torn tail removed (U3), 0 if none */
     uint32_t segments;
 };

@@ -58,6 +58,7 @@ struct ulog {
     int retired_fd;        /* rotated out while in use: close after it */
     _Atomic uint64_t durable_pub; /* _durable_locked(), readable lock-free */
     uint64_t checkpoint_lsn;
+    uint32_t checkpoint_db_salt;
     bool segment_done;     /* a segment ended since the last checkpoint */
     uint64_t bytes_at_checkpoint; /* total appended when it was taken */
     uint64_t db_at_checkpoint;    /* database size when it was taken */

@@ -62,7 +62,7 @@ _setup_with(const char *const *argv)
     ck_assert_int_eq(settings_parse(&settings, argc, (char **)argv, err,
                                     sizeof(err)),
                      SETTINGS_OK);
-    store = store_open(&settings.db, NULL, err, sizeof(err));
+    store = store_open(&settings.db, NULL, NULL, err, sizeof(err));
     ck_assert_ptr_nonnull(store);
     clock_init(&clk, 0);
     ck_assert_int_eq(txn_engine_init(&eng, store, &clk, NULL, 7, 1024, NULL, err,

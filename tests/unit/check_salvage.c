@@ -67,7 +67,7 @@ _build(int n, size_t pad)
     char err[256];
     char key[32];
     char value[2048];
-    struct store *s = store_open(&spec, NULL, err, sizeof(err));
+    struct store *s = store_open(&spec, NULL, NULL, err, sizeof(err));
     ck_assert_msg(s != NULL, "%s", err);
     for (int i = 0; i < n; i++) {
         snprintf(key, sizeof(key), "k%d", i);
@@ -220,7 +220,7 @@ START_TEST(test_newest_copy_of_a_key_wins)
      * release never reached the disk would leave it: append a second
      * database's records to this file's end through Tokyo Cabinet by
      * storing them under a key of the same size, then renaming the key. */
-    struct store *s = store_open(&spec, NULL, err, sizeof(err));
+    struct store *s = store_open(&spec, NULL, NULL, err, sizeof(err));
     ck_assert_ptr_nonnull(s);
     _put(s, "kX", 5, "older");   /* stamp 5: older than k1's 1001 */
     _put(s, "kY", 99999, "newer");
@@ -320,7 +320,7 @@ START_TEST(test_record_forged_inside_a_value_is_refused)
     char value[512];
     size_t vlen = 32 + n + 16;
     memset(value, 'p', vlen);
-    struct store *s = store_open(&spec, NULL, err, sizeof(err));
+    struct store *s = store_open(&spec, NULL, NULL, err, sizeof(err));
     ck_assert_ptr_nonnull(s);
     uint8_t buf[600];
     struct record_meta m = {RECORD_VALUE, 0, 0, 9, 9, 1};
@@ -334,7 +334,7 @@ START_TEST(test_record_forged_inside_a_value_is_refused)
     ck_assert(_locate("evil", &off, &voff, &vsiz));
     uint64_t at = (voff + hl + 15) / 16 * 16 + 16; /* aligned, in the value */
     memcpy(value + (at - voff - hl), forged, n);
-    s = store_open(&spec, NULL, err, sizeof(err));
+    s = store_open(&spec, NULL, NULL, err, sizeof(err));
     ck_assert_ptr_nonnull(s);
     memcpy(buf + hl, value, vlen);
     ck_assert_int_eq(store_put(s, "evil", 4, buf, hl + vlen), STORE_OK);

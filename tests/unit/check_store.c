@@ -43,7 +43,7 @@ static struct store *
 _open(struct store_open_report *rep)
 {
     char err[512];
-    struct store *s = store_open(&spec, rep, err, sizeof(err));
+    struct store *s = store_open(&spec, NULL, rep, err, sizeof(err));
     ck_assert_msg(s != NULL, "%s", err);
     return s;
 }
@@ -93,7 +93,7 @@ _crash_after_writes(int n)
     if (pid == 0) {
         char err[256];
         char key[32];
-        struct store *s = store_open(&spec, NULL, err, sizeof(err));
+        struct store *s = store_open(&spec, NULL, NULL, err, sizeof(err));
         if (s == NULL) {
             _exit(2);
         }
@@ -193,7 +193,7 @@ START_TEST(test_damage_after_clean_stop_is_refused)
     int fd = open(path, O_WRONLY);
     ck_assert_int_eq(pwrite(fd, "\x17", 1, (off_t)frec), 1);
     close(fd);
-    ck_assert_ptr_null(store_open(&spec, &rep, err, sizeof(err)));
+    ck_assert_ptr_null(store_open(&spec, NULL, &rep, err, sizeof(err)));
     ck_assert_msg(strstr(err, "is damaged at offset") != NULL, "%s", err);
 }
 END_TEST
@@ -206,7 +206,7 @@ START_TEST(test_one_process_at_a_time)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        struct store *t = store_open(&spec, NULL, err, sizeof(err));
+        struct store *t = store_open(&spec, NULL, NULL, err, sizeof(err));
         _exit(t == NULL && strstr(err, "another process") != NULL ? 0 : 1);
     }
     int status;

@@ -36,7 +36,7 @@ _setup(void)
     char path[128];
     snprintf(path, sizeof(path), "%s/t.tch", dir);
     ck_assert(dbspec_parse(path, &spec, err, sizeof(err)));
-    store = store_open(&spec, NULL, err, sizeof(err));
+    store = store_open(&spec, NULL, NULL, err, sizeof(err));
     ck_assert_ptr_nonnull(store);
     clock_init(&clk, 0);
     char flush[160];
@@ -443,7 +443,7 @@ _setup_logged(bool threads)
     char path[128];
     snprintf(path, sizeof(path), "%s/t.tch", dir);
     ck_assert(dbspec_parse(path, &spec, err, sizeof(err)));
-    store = store_open(&spec, NULL, err, sizeof(err));
+    store = store_open(&spec, NULL, NULL, err, sizeof(err));
     ck_assert_ptr_nonnull(store);
     clock_init(&clk, 0);
     log_open(&lg, "/dev/null", LOG_ERROR);
