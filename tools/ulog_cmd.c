@@ -188,7 +188,7 @@ _replay(const char *dir, const char *dbname, uint64_t after)
         fprintf(stderr, "kura ulog replay: %s\n", err);
         return 2;
     }
-    struct store *store = store_open(&spec, NULL, err, sizeof(err));
+    struct store *store = store_open(&spec, NULL, NULL, err, sizeof(err));
     if (store == NULL) {
         fprintf(stderr, "kura ulog replay: %s\n", err);
         return 1;
