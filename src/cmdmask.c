@@ -90,8 +90,10 @@ _lookup(const char *name, size_t len, uint64_t *bits)
             return true;
         }
     }
-    if (proto_cmd_lookup(lower, len, &cmd) && cmd != PROTO_CMD_VERSION &&
-        cmd != PROTO_CMD_QUIT && cmd != PROTO_CMD_REPL) {
+    /* Meta commands are masked by what they do (proto_class()), so
+     * only the classic names are accepted. */
+    if (proto_cmd_lookup(lower, len, &cmd) && cmd < PROTO_CMD_REPL &&
+        cmd != PROTO_CMD_VERSION && cmd != PROTO_CMD_QUIT) {
         *bits = cmdmask_bit(cmd);
         return true;
     }

@@ -9,6 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "proto_bin.h"
+
 /* Free space offered to each read(2). */
 #define CONN_READ_MIN 16384
 /* Requests handled per readiness event before yielding to other clients. */
@@ -33,6 +35,9 @@ struct conn {
     struct buf in;
     struct buf out;
     struct proto_parser parser;
+    enum proto_kind wire; /* text (and meta) or binary, from byte one */
+    bool wire_known;
+    struct process_session session;
     size_t cursor; /* progress through a multi-key get */
     uint64_t sent;      /* bytes ever sent (absolute output offset) */
     uint64_t safe_end;  /* output up to here may be sent */
@@ -227,15 +232,30 @@ _process(struct conn *c)
         struct proto_request req;
         size_t consumed;
         enum process_result r;
-        enum proto_status st = proto_parse(&c->parser, buf_head(&c->in),
-                                           buf_len(&c->in), &consumed, &req);
+        if (!c->wire_known) {
+            if (buf_len(&c->in) == 0) {
+                break;
+            }
+            /* memcached's rule: a binary connection starts with the
+             * request magic; anything else is read as text. */
+            unsigned char first = (unsigned char)*buf_head(&c->in);
+            c->wire = first == PROTO_BIN_REQUEST ? PROTO_KIND_BINARY
+                                                 : PROTO_KIND_TEXT;
+            c->wire_known = true;
+        }
+        enum proto_status st =
+            c->wire == PROTO_KIND_BINARY
+                ? proto_bin_parse(&c->parser, buf_head(&c->in),
+                                  buf_len(&c->in), &consumed, &req)
+                : proto_parse(&c->parser, buf_head(&c->in), buf_len(&c->in),
+                              &consumed, &req);
         if (st == PROTO_EUNFIN) {
             buf_consume(&c->in, consumed);
             break;
         }
         if (st == PROTO_OK) {
-            r = process_request(h->pctx, &req, &c->cursor, &c->out,
-                                h->watermark);
+            r = process_request(h->pctx, &c->session, &req, &c->cursor,
+                                &c->out, h->watermark);
             if (c->state == CONN_CLOSED) {
                 return; /* a failed commit aborted this connection */
             }
@@ -247,7 +267,8 @@ _process(struct conn *c)
             }
             c->cursor = 0;
         } else {
-            r = process_error(h->pctx, &c->parser, &req, &c->out);
+            r = process_error(h->pctx, &c->session, &c->parser, st, &req,
+                              &c->out);
         }
         if (c->state == CONN_CLOSED) {
             return; /* a failed commit aborted this connection */
@@ -399,6 +420,7 @@ _on_event(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     if (what & EV_TIMEOUT) {
+        stats_incr(c->h->stats, STATS_IDLE_KICKS);
         _close(c);
         return;
     }

@@ -104,6 +104,9 @@ _check_record(struct check *c, const struct tcfile_block *b)
                              RECORD_OK) {
             rs = c->deep ? record_verify(v, len, b->key, b->ksiz, c->salt)
                          : RECORD_OK;
+            if (m.kind == RECORD_VALUE) {
+                c->r->item_bytes += b->ksiz + vlen;
+            }
             if (rs == RECORD_ECORRUPT) {
                 st = _damaged(c, b->off, "a record's seal does not match its "
                               "bytes (a torn write)");

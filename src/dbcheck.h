@@ -49,6 +49,9 @@ enum dbcheck_status {
 
 struct dbcheck_report {
     uint64_t records;        /* live records found */
+    uint64_t item_bytes;     /* keys and values of the values (not
+                                tombstones); 0 when values are compressed
+                                and the check is not deep */
     uint64_t free_blocks;
     uint64_t unsealed;       /* records written before seals existed */
     uint64_t file_size;

@@ -15,7 +15,8 @@
 
 #include "util.h"
 
-static const char too_many[] = "SERVER_ERROR too many open connections\r\n";
+/* memcached's words at its connection limit, before it closes. */
+static const char too_many[] = "ERROR Too many open connections\r\n";
 
 static void
 _on_accept(struct evconnlistener *evl, evutil_socket_t fd,
@@ -58,6 +59,8 @@ _on_resume(evutil_socket_t fd, short what, void *arg)
     if (l->evl != NULL) {
         evconnlistener_enable(l->evl);
         atomic_store(&l->accepting, true);
+        atomic_fetch_add(&l->disabled_us,
+                         util_mono_us() - atomic_load(&l->disabled_since_us));
     }
 }
 
@@ -74,6 +77,7 @@ _on_error(struct evconnlistener *evl, void *arg)
         evconnlistener_disable(evl);
         atomic_store(&l->accepting, false);
         atomic_fetch_add(&l->disabled_count, 1);
+        atomic_store(&l->disabled_since_us, util_mono_us());
         struct timeval tv = {0, 100000};
         event_add(l->resume_ev, &tv);
         return;

@@ -48,6 +48,8 @@ struct listener {
     _Atomic uint64_t total_conns;
     _Atomic uint64_t rejected_conns;
     _Atomic uint64_t disabled_count;
+    _Atomic uint64_t disabled_us;       /* time spent not accepting */
+    _Atomic uint64_t disabled_since_us; /* when the current pause began */
     _Atomic bool accepting;
 };
 

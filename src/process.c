@@ -1,48 +1,30 @@
 /*
- * process: command semantics (see process.h).
- *
- * Visibility rule, applied by every command: a key is present only if its
- * record is a value (not a tombstone), its exptime has not passed and no
- * flush_all has invalidated it. Anything else counts as absent, exactly as
- * an expired or flushed item does in memcached.
+ * process: dispatch, authentication and the classic commands (see
+ * process.h): get/gets/gat/gats, the storage commands, delete, incr/decr,
+ * touch, flush_all and the small ones, for text and binary requests
+ * alike. The binary protocol only adds options the text one lacks: a cas
+ * on any store or delete, and incr/decr that create a missing counter.
  */
-#include "process.h"
+#include "process_internal.h"
 
-#include <inttypes.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <unistd.h>
+#include <strings.h>
 
 #include "cmdmask.h"
-#include "config.h"
-#include "expiry.h"
-#include "reply.h"
 #include "util.h"
 
-/* Per-request view of the clock and the flush state. */
-struct now {
-    int64_t s;
-    uint64_t us;
-    struct expiry_flush flush;
-};
+/* ---------------------------------------------------- shared helpers */
 
-enum visibility {
-    VISIBLE,
-    ABSENT,  /* no record, or a tombstone */
-    EXPIRED, /* exptime passed */
-    FLUSHED, /* invalidated by flush_all */
-};
-
-static void
-_now(struct process_ctx *ctx, struct now *n)
+void
+process_now(struct process_ctx *ctx, struct now *n)
 {
     n->us = util_now_us();
     n->s = (int64_t)(n->us / 1000000u);
-    txn_flush_state(ctx->env->eng, &n->flush);
+    txn_batch_flush_state(ctx->batch, &n->flush);
 }
 
-static enum visibility
-_visibility(const struct txn_current *cur, const struct now *n)
+enum visibility
+process_visibility(const struct txn_current *cur, const struct now *n)
 {
     if (!cur->found || cur->meta.kind != RECORD_VALUE) {
         return ABSENT;
@@ -56,41 +38,41 @@ _visibility(const struct txn_current *cur, const struct now *n)
     return VISIBLE;
 }
 
-/* Replies unless the request asked for silence. */
-static bool
-_reply(const struct proto_request *req, struct buf *out, enum reply_code c)
-{
-    return req->noreply || reply_code(out, c);
-}
-
-static enum process_result
-_result(bool ok)
+enum process_result
+process_result_of(bool ok)
 {
     return ok ? PROCESS_DONE : PROCESS_FATAL;
 }
 
-static enum process_result
-_txn_error(struct process_ctx *ctx, const struct proto_request *req,
-           struct buf *out, enum txn_status st)
+enum process_result
+process_txn_error(struct process_ctx *ctx, const struct proto_request *req,
+                  struct buf *out, enum txn_status st)
 {
+    enum reply_code code;
     stats_incr(ctx->stats, STATS_WRITE_ERRORS);
     switch (st) {
     case TXN_EREADONLY:
-        return _result(_reply(req, out, REPLY_SERVER_ERROR_READONLY));
+        code = REPLY_SERVER_ERROR_READONLY;
+        break;
     case TXN_ENOMEM:
-        return _result(_reply(req, out, REPLY_SERVER_ERROR_OOM));
+        stats_incr(ctx->stats, STATS_STORE_NO_MEMORY);
+        code = REPLY_SERVER_ERROR_OOM;
+        break;
     case TXN_ENOSPC:
-        return _result(_reply(req, out, REPLY_SERVER_ERROR_NOSPACE));
+        code = REPLY_SERVER_ERROR_NOSPACE;
+        break;
     default:
-        return _result(_reply(req, out, REPLY_SERVER_ERROR_IO));
+        code = REPLY_SERVER_ERROR_IO;
+        break;
     }
+    return process_result_of(reply_result(out, req, code, NULL));
 }
 
-/* Fills the envelope of a new local write. */
-static void
-_new_meta(struct process_ctx *ctx, struct record_meta *m, uint32_t flags,
-          uint32_t exptime)
+void
+process_new_meta(struct process_ctx *ctx, struct record_meta *m,
+                 uint32_t flags, uint32_t exptime)
 {
+    memset(m, 0, sizeof(*m));
     m->kind = RECORD_VALUE;
     m->flags = flags;
     m->exptime = exptime;
@@ -99,184 +81,60 @@ _new_meta(struct process_ctx *ctx, struct record_meta *m, uint32_t flags,
     m->sid = ctx->env->eng->sid;
 }
 
-/* get, gets, gat, gats */
-static enum process_result
-_retrieve(struct process_ctx *ctx, const struct proto_request *req,
-          size_t *cursor, struct buf *out, size_t watermark)
+int64_t
+process_ttl(const struct record_meta *m, const struct now *n)
 {
-    bool touch = req->cmd == PROTO_CMD_GAT || req->cmd == PROTO_CMD_GATS;
-    bool with_cas = req->cmd == PROTO_CMD_GETS || req->cmd == PROTO_CMD_GATS;
-    struct now n;
-    const char *key;
-    size_t nkey;
-    size_t pos = *cursor;
-
-    _now(ctx, &n);
-    uint32_t exptime = touch ? expiry_absolute(req->exptime, n.s) : 0;
-    while (proto_next_key(req, &pos, &key, &nkey)) {
-        struct txn_current cur;
-        enum txn_status st;
-
-        stats_incr(ctx->stats, touch ? STATS_CMD_TOUCH : STATS_CMD_GET);
-        st = touch ? txn_begin_key(ctx->batch, key, nkey, &cur)
-                   : txn_read(ctx->batch, key, nkey, &cur);
-        if (st == TXN_EIO && !touch) {
-            /* A damaged record (store.h): this request fails alone. */
-            return _result(_reply(req, out, REPLY_SERVER_ERROR_READ));
-        }
-        if (st != TXN_OK) {
-            return _txn_error(ctx, req, out, st);
-        }
-        enum visibility vis = _visibility(&cur, &n);
-        bool ok = true;
-        if (vis == VISIBLE) {
-            stats_incr(ctx->stats, touch ? STATS_TOUCH_HITS : STATS_GET_HITS);
-            if (touch) {
-                struct record_meta m = cur.meta;
-                m.exptime = exptime;
-                m.ts = clock_next(ctx->env->eng->clock);
-                m.sid = ctx->env->eng->sid;
-                st = txn_stage_record(ctx->batch, key, nkey, &m, cur.value,
-                                      cur.vlen, NULL, 0);
-                if (st != TXN_OK) {
-                    txn_current_release(&cur);
-                    return _txn_error(ctx, req, out, st);
-                }
-            }
-            ok = reply_value(out, key, nkey, cur.meta.flags, cur.value,
-                             cur.vlen, with_cas, cur.meta.cas);
-        } else {
-            stats_incr(ctx->stats,
-                       touch ? STATS_TOUCH_MISSES : STATS_GET_MISSES);
-            if (vis == EXPIRED || vis == FLUSHED) {
-                stats_incr(ctx->stats, vis == EXPIRED ? STATS_GET_EXPIRED
-                                                      : STATS_GET_FLUSHED);
-                uint64_t ts = cur.meta.ts;
-                txn_current_release(&cur);
-                if (txn_expire(ctx->batch, key, nkey, ts)) {
-                    stats_incr(ctx->stats, STATS_RECLAIMED);
-                }
-            }
-        }
-        txn_current_release(&cur);
-        if (!ok) {
-            return PROCESS_FATAL;
-        }
-        *cursor = pos;
-        if (buf_len(out) > watermark && pos < req->keys_len) {
-            return PROCESS_MORE;
-        }
+    if (m->exptime == 0) {
+        return -1;
     }
-    *cursor = pos;
-    return _result(reply_code(out, REPLY_END));
+    return (int64_t)m->exptime > n->s ? (int64_t)m->exptime - n->s : 0;
 }
 
-/* set, add, replace, append, prepend, cas */
-static enum process_result
-_store(struct process_ctx *ctx, const struct proto_request *req,
-       struct buf *out)
+void
+process_item(struct reply_item *it, const char *key, size_t nkey,
+             const struct txn_current *cur, const struct now *n)
 {
-    struct txn_current cur;
-    struct now n;
-    struct record_meta m;
-
-    stats_incr(ctx->stats, STATS_CMD_SET);
-    _now(ctx, &n);
-    enum txn_status st = txn_begin_key(ctx->batch, req->key, req->nkey, &cur);
-    if (st != TXN_OK) {
-        return _txn_error(ctx, req, out, st);
-    }
-    bool present = _visibility(&cur, &n) == VISIBLE;
-    const void *v1 = req->value;
-    size_t l1 = req->vlen;
-    const void *v2 = NULL;
-    size_t l2 = 0;
-    enum reply_code code = REPLY_STORED;
-
-    _new_meta(ctx, &m, req->flags, expiry_absolute(req->exptime, n.s));
-    switch (req->cmd) {
-    case PROTO_CMD_ADD:
-        code = present ? REPLY_NOT_STORED : REPLY_STORED;
-        break;
-    case PROTO_CMD_REPLACE:
-        code = present ? REPLY_STORED : REPLY_NOT_STORED;
-        break;
-    case PROTO_CMD_APPEND:
-    case PROTO_CMD_PREPEND:
-        if (!present) {
-            code = REPLY_NOT_STORED;
-            break;
-        }
-        if (cur.vlen + req->vlen > ctx->env->settings->item_max) {
-            txn_current_release(&cur);
-            stats_incr(ctx->stats, STATS_STORE_TOO_LARGE);
-            return _result(req->noreply ||
-                           reply_proto_error(out, PROTO_ERR_TOO_LARGE));
-        }
-        /* The command's flags and exptime are ignored, as by memcached. */
-        m.flags = cur.meta.flags;
-        m.exptime = cur.meta.exptime;
-        if (req->cmd == PROTO_CMD_APPEND) {
-            v1 = cur.value;
-            l1 = cur.vlen;
-            v2 = req->value;
-            l2 = req->vlen;
-        } else {
-            v2 = cur.value;
-            l2 = cur.vlen;
-        }
-        break;
-    case PROTO_CMD_CAS:
-        if (!present) {
-            stats_incr(ctx->stats, STATS_CAS_MISSES);
-            code = REPLY_NOT_FOUND;
-        } else if (cur.meta.cas != req->cas_unique) {
-            stats_incr(ctx->stats, STATS_CAS_BADVAL);
-            code = REPLY_EXISTS;
-        } else {
-            stats_incr(ctx->stats, STATS_CAS_HITS);
-        }
-        break;
-    default:
-        break;
-    }
-    if (code == REPLY_STORED) {
-        st = txn_stage_record(ctx->batch, req->key, req->nkey, &m, v1, l1, v2,
-                              l2);
-        if (st != TXN_OK) {
-            txn_current_release(&cur);
-            return _txn_error(ctx, req, out, st);
-        }
-        stats_incr(ctx->stats, STATS_TOTAL_ITEMS);
-    }
-    txn_current_release(&cur);
-    return _result(_reply(req, out, code));
+    memset(it, 0, sizeof(*it));
+    it->key = key;
+    it->nkey = nkey;
+    it->flags = cur->meta.flags;
+    it->value = cur->value;
+    it->vlen = cur->vlen;
+    it->cas = cur->meta.cas;
+    it->ttl = process_ttl(&cur->meta, n);
+    it->stale = cur->meta.stale;
+    it->key_binary = cur->meta.binkey;
+    it->hit = -1;
 }
 
-static enum process_result
-_delete(struct process_ctx *ctx, const struct proto_request *req,
-        struct buf *out)
+void
+process_note_read(struct process_ctx *ctx, struct reply_item *it,
+                  const struct txn_current *cur, const struct now *n,
+                  bool bump)
 {
-    struct txn_current cur;
-    struct now n;
+    struct access_table *t = ctx->env->access;
+    if (t == NULL) {
+        return;
+    }
+    struct access_seen seen;
+    if (bump) {
+        access_read(t, it->key, it->nkey, (uint32_t)n->s, &seen);
+    } else {
+        access_peek(t, it->key, it->nkey, &seen);
+    }
+    int64_t since = seen.known ? (int64_t)seen.when_s
+                               : (int64_t)(cur->meta.ts / 1000000u);
+    it->hit = seen.known && seen.fetched ? 1 : 0;
+    it->idle = n->s > since ? n->s - since : 0;
+}
 
-    _now(ctx, &n);
-    enum txn_status st = txn_begin_key(ctx->batch, req->key, req->nkey, &cur);
-    if (st != TXN_OK) {
-        return _txn_error(ctx, req, out, st);
+void
+process_note_write(struct process_ctx *ctx, const char *key, size_t nkey,
+                   const struct now *n)
+{
+    if (ctx->env->access != NULL) {
+        access_write(ctx->env->access, key, nkey, (uint32_t)n->s);
     }
-    bool present = _visibility(&cur, &n) == VISIBLE;
-    txn_current_release(&cur);
-    if (!present) {
-        stats_incr(ctx->stats, STATS_DELETE_MISSES);
-        return _result(_reply(req, out, REPLY_NOT_FOUND));
-    }
-    st = txn_stage_remove(ctx->batch, req->key, req->nkey);
-    if (st != TXN_OK) {
-        return _txn_error(ctx, req, out, st);
-    }
-    stats_incr(ctx->stats, STATS_DELETE_HITS);
-    return _result(_reply(req, out, REPLY_DELETED));
 }
 
 static bool
@@ -286,12 +144,12 @@ _is_space(uint8_t c)
 }
 
 /*
- * Reads a stored value as memcached's incr does (strtoull): optional
- * leading whitespace and '+', at least one digit, 64-bit range, and the
- * number must be followed by whitespace or the end of the value.
+ * As memcached's incr reads a value (strtoull): optional leading
+ * whitespace and '+', at least one digit, 64-bit range, and the number
+ * must be followed by whitespace or the end of the value.
  */
-static bool
-_parse_counter(const uint8_t *v, size_t len, uint64_t *out)
+bool
+process_parse_counter(const uint8_t *v, size_t len, uint64_t *out)
 {
     size_t i = 0;
     uint64_t x = 0;
@@ -321,35 +179,11 @@ _parse_counter(const uint8_t *v, size_t len, uint64_t *out)
     return true;
 }
 
-/* incr, decr */
-static enum process_result
-_arith(struct process_ctx *ctx, const struct proto_request *req,
-       struct buf *out)
+enum txn_status
+process_stage_counter(struct process_ctx *ctx,
+                      const struct proto_request *req, struct record_meta *m,
+                      uint64_t value, size_t old_len)
 {
-    bool incr = req->cmd == PROTO_CMD_INCR;
-    struct txn_current cur;
-    struct now n;
-    uint64_t value;
-
-    _now(ctx, &n);
-    enum txn_status st = txn_begin_key(ctx->batch, req->key, req->nkey, &cur);
-    if (st != TXN_OK) {
-        return _txn_error(ctx, req, out, st);
-    }
-    if (_visibility(&cur, &n) != VISIBLE) {
-        txn_current_release(&cur);
-        stats_incr(ctx->stats, incr ? STATS_INCR_MISSES : STATS_DECR_MISSES);
-        return _result(_reply(req, out, REPLY_NOT_FOUND));
-    }
-    if (!_parse_counter(cur.value, cur.vlen, &value)) {
-        txn_current_release(&cur);
-        return _result(_reply(req, out, REPLY_NON_NUMERIC));
-    }
-    if (incr) {
-        value += req->delta; /* wraps modulo 2^64, as memcached */
-    } else {
-        value = req->delta > value ? 0 : value - req->delta;
-    }
     /*
      * memcached rewrites a number in place when the new digits fit,
      * padding with spaces to the old length; a longer number replaces the
@@ -358,20 +192,292 @@ _arith(struct process_ctx *ctx, const struct proto_request *req,
     static const char spaces[256] = {[0 ... 255] = ' '};
     char digits[UTIL_U64_DIGITS];
     size_t nd = util_u64_to_dec(value, digits);
-    size_t pad = cur.vlen > nd ? cur.vlen - nd : 0;
+    size_t pad = old_len > nd ? old_len - nd : 0;
     if (pad > sizeof(spaces)) {
         pad = 0; /* a very long value shrinks to its digits */
     }
-    struct record_meta m;
-    _new_meta(ctx, &m, cur.meta.flags, cur.meta.exptime);
-    txn_current_release(&cur);
-    st = txn_stage_record(ctx->batch, req->key, req->nkey, &m, digits, nd,
-                          spaces, pad);
-    if (st != TXN_OK) {
-        return _txn_error(ctx, req, out, st);
+    return txn_stage_record(ctx->batch, req->key, req->nkey, m, digits, nd,
+                            spaces, pad);
+}
+
+/* ------------------------------------------------ the classic commands */
+
+/* get, gets, gat, gats (text); get, getk, gat, gatk and quiet (binary) */
+static enum process_result
+_retrieve(struct process_ctx *ctx, const struct proto_request *req,
+          size_t *cursor, struct buf *out, size_t watermark)
+{
+    bool touch = req->cmd == PROTO_CMD_GAT || req->cmd == PROTO_CMD_GATS;
+    struct now n;
+    const char *key;
+    size_t nkey;
+    size_t pos = *cursor;
+
+    process_now(ctx, &n);
+    uint32_t exptime = touch ? expiry_absolute(req->exptime, n.s) : 0;
+    while (proto_next_key(req, &pos, &key, &nkey)) {
+        struct txn_current cur;
+        struct reply_item it;
+        enum txn_status st;
+
+        stats_incr(ctx->stats, touch ? STATS_CMD_TOUCH : STATS_CMD_GET);
+        st = touch ? txn_begin_key(ctx->batch, key, nkey, &cur)
+                   : txn_read(ctx->batch, key, nkey, &cur);
+        if (st == TXN_EIO && !touch) {
+            /* A damaged record (store.h): this request fails alone. */
+            return process_result_of(
+                reply_result(out, req, REPLY_SERVER_ERROR_READ, NULL));
+        }
+        if (st != TXN_OK) {
+            return process_txn_error(ctx, req, out, st);
+        }
+        enum visibility vis = process_visibility(&cur, &n);
+        bool ok;
+        process_item(&it, key, nkey, &cur, &n);
+        if (vis == VISIBLE) {
+            stats_incr(ctx->stats, touch ? STATS_TOUCH_HITS : STATS_GET_HITS);
+            if (touch) {
+                struct record_meta m = cur.meta;
+                m.exptime = exptime;
+                m.ts = clock_next(ctx->env->eng->clock);
+                m.sid = ctx->env->eng->sid;
+                st = txn_stage_record(ctx->batch, key, nkey, &m, cur.value,
+                                      cur.vlen, NULL, 0);
+                if (st != TXN_OK) {
+                    txn_current_release(&cur);
+                    return process_txn_error(ctx, req, out, st);
+                }
+            }
+            process_note_read(ctx, &it, &cur, &n, true);
+            ok = reply_hit(out, req, &it);
+        } else {
+            stats_incr(ctx->stats,
+                       touch ? STATS_TOUCH_MISSES : STATS_GET_MISSES);
+            if (vis == EXPIRED || vis == FLUSHED) {
+                stats_incr(ctx->stats, vis == EXPIRED ? STATS_GET_EXPIRED
+                                                      : STATS_GET_FLUSHED);
+                uint64_t ts = cur.meta.ts;
+                txn_current_release(&cur);
+                if (txn_expire(ctx->batch, key, nkey, ts)) {
+                    stats_incr(ctx->stats, STATS_RECLAIMED);
+                }
+            }
+            ok = reply_miss(out, req, &it);
+        }
+        txn_current_release(&cur);
+        if (!ok) {
+            return PROCESS_FATAL;
+        }
+        *cursor = pos;
+        if (buf_len(out) > watermark && pos < req->keys_len) {
+            return PROCESS_MORE;
+        }
     }
-    stats_incr(ctx->stats, incr ? STATS_INCR_HITS : STATS_DECR_HITS);
-    return _result(req->noreply || reply_number(out, value));
+    *cursor = pos;
+    return process_result_of(reply_end(out, req));
+}
+
+/* Whether a store compares the cas, and what that says. */
+static enum reply_code
+_compare_cas(struct process_ctx *ctx, bool present, uint64_t have,
+             uint64_t want)
+{
+    if (!present) {
+        stats_incr(ctx->stats, STATS_CAS_MISSES);
+        return REPLY_NOT_FOUND;
+    }
+    if (have != want) {
+        stats_incr(ctx->stats, STATS_CAS_BADVAL);
+        return REPLY_EXISTS;
+    }
+    stats_incr(ctx->stats, STATS_CAS_HITS);
+    return REPLY_STORED;
+}
+
+/*
+ * set, add, replace, append, prepend, cas. A binary store with a cas in
+ * its header is a cas, as memcached makes it; an append or prepend with
+ * one also requires the cas to match.
+ */
+static enum process_result
+_store(struct process_ctx *ctx, const struct proto_request *req,
+       struct buf *out)
+{
+    struct txn_current cur;
+    struct now n;
+    struct record_meta m;
+    struct reply_item it;
+
+    stats_incr(ctx->stats, STATS_CMD_SET);
+    process_now(ctx, &n);
+    enum txn_status st = txn_begin_key(ctx->batch, req->key, req->nkey, &cur);
+    if (st != TXN_OK) {
+        return process_txn_error(ctx, req, out, st);
+    }
+    bool present = process_visibility(&cur, &n) == VISIBLE;
+    bool compare = req->cmd == PROTO_CMD_CAS || req->has_cas;
+    const void *v1 = req->value;
+    size_t l1 = req->vlen;
+    const void *v2 = NULL;
+    size_t l2 = 0;
+    enum reply_code code = REPLY_STORED;
+
+    process_new_meta(ctx, &m, req->flags, expiry_absolute(req->exptime, n.s));
+    switch (req->cmd) {
+    case PROTO_CMD_ADD:
+        code = present ? REPLY_NOT_STORED : REPLY_STORED;
+        break;
+    case PROTO_CMD_REPLACE:
+        code = present ? REPLY_STORED : REPLY_NOT_STORED;
+        break;
+    case PROTO_CMD_APPEND:
+    case PROTO_CMD_PREPEND:
+        if (!present) {
+            code = REPLY_NOT_STORED;
+            break;
+        }
+        if (compare && cur.meta.cas != req->cas_unique) {
+            code = REPLY_EXISTS;
+            break;
+        }
+        if (cur.vlen + req->vlen > ctx->env->settings->item_max) {
+            txn_current_release(&cur);
+            stats_incr(ctx->stats, STATS_STORE_TOO_LARGE);
+            return process_result_of(
+                reply_result(out, req, REPLY_TOO_LARGE, NULL));
+        }
+        /* The command's flags and exptime are ignored, as by memcached. */
+        m.flags = cur.meta.flags;
+        m.exptime = cur.meta.exptime;
+        if (req->cmd == PROTO_CMD_APPEND) {
+            v1 = cur.value;
+            l1 = cur.vlen;
+            v2 = req->value;
+            l2 = req->vlen;
+        } else {
+            v2 = cur.value;
+            l2 = cur.vlen;
+        }
+        break;
+    default:
+        break;
+    }
+    if (compare && req->cmd != PROTO_CMD_APPEND &&
+        req->cmd != PROTO_CMD_PREPEND) {
+        code = _compare_cas(ctx, present, cur.meta.cas, req->cas_unique);
+    }
+    if (code == REPLY_STORED) {
+        st = txn_stage_record(ctx->batch, req->key, req->nkey, &m, v1, l1, v2,
+                              l2);
+        if (st != TXN_OK) {
+            txn_current_release(&cur);
+            return process_txn_error(ctx, req, out, st);
+        }
+        process_note_write(ctx, req->key, req->nkey, &n);
+        stats_incr(ctx->stats, STATS_TOTAL_ITEMS);
+    }
+    txn_current_release(&cur);
+    memset(&it, 0, sizeof(it));
+    it.key = req->key;
+    it.nkey = req->nkey;
+    it.cas = code == REPLY_STORED ? m.cas : 0;
+    return process_result_of(reply_result(out, req, code, &it));
+}
+
+/* delete; a binary delete with a cas deletes only that version. */
+static enum process_result
+_delete(struct process_ctx *ctx, const struct proto_request *req,
+        struct buf *out)
+{
+    struct txn_current cur;
+    struct now n;
+
+    process_now(ctx, &n);
+    enum txn_status st = txn_begin_key(ctx->batch, req->key, req->nkey, &cur);
+    if (st != TXN_OK) {
+        return process_txn_error(ctx, req, out, st);
+    }
+    bool present = process_visibility(&cur, &n) == VISIBLE;
+    uint64_t cas = cur.meta.cas;
+    txn_current_release(&cur);
+    if (!present) {
+        stats_incr(ctx->stats, STATS_DELETE_MISSES);
+        return process_result_of(
+            reply_result(out, req, REPLY_NOT_FOUND, NULL));
+    }
+    if (req->has_cas && cas != req->cas_unique) {
+        return process_result_of(reply_result(out, req, REPLY_EXISTS, NULL));
+    }
+    st = txn_stage_remove(ctx->batch, req->key, req->nkey);
+    if (st != TXN_OK) {
+        return process_txn_error(ctx, req, out, st);
+    }
+    stats_incr(ctx->stats, STATS_DELETE_HITS);
+    return process_result_of(reply_result(out, req, REPLY_DELETED, NULL));
+}
+
+/*
+ * incr, decr. The binary forms may create a missing counter with their
+ * initial value (unless the expiration is 0xffffffff) and may require a
+ * cas.
+ */
+static enum process_result
+_arith(struct process_ctx *ctx, const struct proto_request *req,
+       struct buf *out)
+{
+    bool incr = req->cmd == PROTO_CMD_INCR;
+    struct txn_current cur;
+    struct record_meta m;
+    struct reply_item it;
+    struct now n;
+    uint64_t value;
+    size_t old_len = 0;
+
+    process_now(ctx, &n);
+    enum txn_status st = txn_begin_key(ctx->batch, req->key, req->nkey, &cur);
+    if (st != TXN_OK) {
+        return process_txn_error(ctx, req, out, st);
+    }
+    if (process_visibility(&cur, &n) != VISIBLE) {
+        txn_current_release(&cur);
+        stats_incr(ctx->stats, incr ? STATS_INCR_MISSES : STATS_DECR_MISSES);
+        if (!req->create) {
+            return process_result_of(
+                reply_result(out, req, REPLY_NOT_FOUND, NULL));
+        }
+        value = req->initial;
+        process_new_meta(ctx, &m, 0, expiry_absolute(req->exptime, n.s));
+    } else {
+        if (req->has_cas && cur.meta.cas != req->cas_unique) {
+            txn_current_release(&cur);
+            return process_result_of(
+                reply_result(out, req, REPLY_EXISTS, NULL));
+        }
+        if (!process_parse_counter(cur.value, cur.vlen, &value)) {
+            txn_current_release(&cur);
+            return process_result_of(
+                reply_result(out, req, REPLY_NON_NUMERIC, NULL));
+        }
+        if (incr) {
+            value += req->delta; /* wraps modulo 2^64, as memcached */
+        } else {
+            value = req->delta > value ? 0 : value - req->delta;
+        }
+        old_len = cur.vlen;
+        process_new_meta(ctx, &m, cur.meta.flags, cur.meta.exptime);
+        txn_current_release(&cur);
+        stats_incr(ctx->stats, incr ? STATS_INCR_HITS : STATS_DECR_HITS);
+    }
+    st = process_stage_counter(ctx, req, &m, value, old_len);
+    if (st != TXN_OK) {
+        return process_txn_error(ctx, req, out, st);
+    }
+    process_note_write(ctx, req->key, req->nkey, &n);
+    memset(&it, 0, sizeof(it));
+    it.key = req->key;
+    it.nkey = req->nkey;
+    it.cas = m.cas;
+    return process_result_of(reply_counter(out, req, value, &it));
 }
 
 static enum process_result
@@ -379,18 +485,20 @@ _touch(struct process_ctx *ctx, const struct proto_request *req,
        struct buf *out)
 {
     struct txn_current cur;
+    struct reply_item it;
     struct now n;
 
     stats_incr(ctx->stats, STATS_CMD_TOUCH);
-    _now(ctx, &n);
+    process_now(ctx, &n);
     enum txn_status st = txn_begin_key(ctx->batch, req->key, req->nkey, &cur);
     if (st != TXN_OK) {
-        return _txn_error(ctx, req, out, st);
+        return process_txn_error(ctx, req, out, st);
     }
-    if (_visibility(&cur, &n) != VISIBLE) {
+    if (process_visibility(&cur, &n) != VISIBLE) {
         txn_current_release(&cur);
         stats_incr(ctx->stats, STATS_TOUCH_MISSES);
-        return _result(_reply(req, out, REPLY_NOT_FOUND));
+        return process_result_of(
+            reply_result(out, req, REPLY_NOT_FOUND, NULL));
     }
     struct record_meta m = cur.meta; /* the cas is kept, as by memcached */
     m.exptime = expiry_absolute(req->exptime, n.s);
@@ -398,12 +506,13 @@ _touch(struct process_ctx *ctx, const struct proto_request *req,
     m.sid = ctx->env->eng->sid;
     st = txn_stage_record(ctx->batch, req->key, req->nkey, &m, cur.value,
                           cur.vlen, NULL, 0);
+    process_item(&it, req->key, req->nkey, &cur, &n);
     txn_current_release(&cur);
     if (st != TXN_OK) {
-        return _txn_error(ctx, req, out, st);
+        return process_txn_error(ctx, req, out, st);
     }
     stats_incr(ctx->stats, STATS_TOUCH_HITS);
-    return _result(_reply(req, out, REPLY_TOUCHED));
+    return process_result_of(reply_result(out, req, REPLY_TOUCHED, &it));
 }
 
 static enum process_result
@@ -413,273 +522,133 @@ _flush_all(struct process_ctx *ctx, const struct proto_request *req,
     stats_incr(ctx->stats, STATS_CMD_FLUSH);
     enum txn_status st = txn_flush_all(ctx->batch, req->delay);
     if (st != TXN_OK) {
-        return _txn_error(ctx, req, out, st);
+        return process_txn_error(ctx, req, out, st);
     }
-    return _result(_reply(req, out, REPLY_OK));
+    return process_result_of(reply_result(out, req, REPLY_OK, NULL));
 }
 
-/* Update log and replication figures, per peer. */
+/* ------------------------------------------------------ authentication */
+
+/*
+ * What an unauthenticated connection may do: authenticate, ask the
+ * version, quit, and (a replication peer) ask for the log, which proves
+ * itself with its own key.
+ */
 static bool
-_stats_replication(const struct stats_snapshot *snap, struct buf *out)
+_allowed_before_auth(const struct proto_request *req)
 {
-    bool ok = true;
-    const struct ulog_stats *u = &snap->ulog;
-    uint64_t now_us = util_now_us();
-
-    if (snap->has_ulog) {
-        ok = ok && reply_stat(out, "kura_ulog_segments", "%u", u->segments);
-        ok = ok && reply_stat(out, "kura_ulog_bytes", "%" PRIu64, u->bytes);
-        ok = ok && reply_stat(out, "kura_ulog_last_lsn", "%" PRIu64,
-                              u->last_lsn);
-        ok = ok && reply_stat(out, "kura_ulog_last_seq", "%" PRIu64,
-                              u->last_seq);
-        ok = ok && reply_stat(out, "kura_ulog_durable_lsn", "%" PRIu64,
-                              u->synced_lsn);
-        ok = ok && reply_stat(out, "kura_ulog_checkpoint_lsn", "%" PRIu64,
-                              u->checkpoint_lsn);
-        ok = ok && reply_stat(out, "kura_ulog_oldest_lsn", "%" PRIu64,
-                              u->oldest_lsn);
-        ok = ok && reply_stat(out, "kura_ulog_group_writes", "%" PRIu64,
-                              u->appends);
-        ok = ok && reply_stat(out, "kura_ulog_records", "%" PRIu64,
-                              u->records);
-        ok = ok && reply_stat(out, "kura_ulog_syncs", "%" PRIu64, u->syncs);
-        ok = ok && reply_stat(out, "kura_ulog_sync_us", "%" PRIu64,
-                              u->sync_us);
-        ok = ok && reply_stat(out, "kura_ulog_checkpoints", "%" PRIu64,
-                              u->checkpoints);
-        ok = ok && reply_stat(out, "kura_ulog_segments_removed", "%" PRIu64,
-                              u->purged);
-        ok = ok && reply_stat(out, "kura_ulog_prepared_bytes", "%" PRIu64,
-                              u->prepared_ahead);
-        ok = ok && reply_stat(out, "kura_ulog_failed", "%d", u->failed ? 1 : 0);
+    switch (req->cmd) {
+    case PROTO_CMD_VERSION:
+    case PROTO_CMD_QUIT:
+    case PROTO_CMD_REPL:
+    case PROTO_CMD_SASL_LIST:
+    case PROTO_CMD_SASL_AUTH:
+    case PROTO_CMD_SASL_STEP:
+        return true;
+    default:
+        return false;
     }
-    if (snap->has_master) {
-        const struct repl_slave_stats *m = &snap->master;
-        ok = ok && reply_stat(out, "kura_repl_master_connected", "%d",
-                              m->connected ? 1 : 0);
-        ok = ok && reply_stat(out, "kura_repl_master_sid", "%u",
-                              m->master_sid);
-        ok = ok && reply_stat(out, "kura_repl_master_lag_seconds", "%.3f",
-                              m->lag_seconds);
-        ok = ok && reply_stat(out, "kura_repl_master_lag_records", "%" PRIu64,
-                              m->lag_records);
-        ok = ok && reply_stat(out, "kura_repl_master_applied_lsn", "%" PRIu64,
-                              m->applied_lsn);
-        ok = ok && reply_stat(out, "kura_repl_master_log_lsn", "%" PRIu64,
-                              m->master_lsn);
-        ok = ok && reply_stat(out, "kura_repl_master_received", "%" PRIu64,
-                              m->received);
-        ok = ok && reply_stat(out, "kura_repl_master_applied", "%" PRIu64,
-                              m->applied);
-        ok = ok && reply_stat(out, "kura_repl_master_resyncs", "%" PRIu64,
-                              m->resyncs);
-        ok = ok && reply_stat(out, "kura_repl_master_connects", "%" PRIu64,
-                              m->connects);
-        ok = ok && reply_stat(out, "kura_repl_master_delay_p50_us", "%" PRIu64,
-                              m->delay_p50_us);
-        ok = ok && reply_stat(out, "kura_repl_master_delay_p99_us", "%" PRIu64,
-                              m->delay_p99_us);
-        ok = ok && reply_stat(out, "kura_repl_master_delay_max_us", "%" PRIu64,
-                              m->delay_max_us);
-    }
-    ok = ok && reply_stat(out, "kura_repl_peers", "%d", snap->npeers);
-    for (int i = 0; ok && i < snap->npeers; i++) {
-        const struct repl_peer_stats *p = &snap->peers[i];
-        char name[64];
-        uint64_t lag_records = u->last_seq > p->acked_seq
-                                   ? u->last_seq - p->acked_seq
-                                   : 0;
-        double lag_s = p->acked_lsn < u->last_lsn && now_us > p->acked_lsn
-                           ? (double)(now_us - p->acked_lsn) / 1e6
-                           : 0.0;
-#define PEER_STAT(field, fmt, value)                                         \
-    (snprintf(name, sizeof(name), "kura_repl_peer_%u_" field, p->sid),       \
-     reply_stat(out, name, fmt, value))
-        ok = ok && PEER_STAT("connected", "%d", p->connected ? 1 : 0);
-        ok = ok && PEER_STAT("acked_lsn", "%" PRIu64, p->acked_lsn);
-        ok = ok && PEER_STAT("lag_records", "%" PRIu64, lag_records);
-        ok = ok && PEER_STAT("lag_seconds", "%.3f", lag_s);
-        ok = ok && PEER_STAT("sent", "%" PRIu64, p->sent);
-        ok = ok && PEER_STAT("resyncs", "%" PRIu64, p->resyncs);
-#undef PEER_STAT
-    }
-    return ok;
 }
 
-static bool
-_stats_general(struct process_ctx *ctx, struct buf *out)
-{
-    const struct process_env *env = ctx->env;
-    struct stats_snapshot snap;
-    struct rusage ru;
-    struct expiry_flush fl;
-    bool ok = true;
-
-    memset(&snap, 0, sizeof(snap));
-    env->snapshot(env->arg, &snap);
-    getrusage(RUSAGE_SELF, &ru);
-    txn_flush_state(env->eng, &fl);
-    int64_t now = util_now_s();
-    struct store *store = env->eng->store;
-
-    ok = ok && reply_stat(out, "pid", "%ld", (long)getpid());
-    ok = ok && reply_stat(out, "uptime", "%" PRId64, now - snap.started_s);
-    ok = ok && reply_stat(out, "time", "%" PRId64, now);
-    ok = ok && reply_stat(out, "version", "%s-kura-%s",
-                          REPLY_MEMCACHED_COMPAT, PACKAGE_VERSION);
-    ok = ok && reply_stat(out, "pointer_size", "%d", (int)(8 * sizeof(void *)));
-    ok = ok && reply_stat(out, "rusage_user", "%ld.%06ld",
-                          (long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec);
-    ok = ok && reply_stat(out, "rusage_system", "%ld.%06ld",
-                          (long)ru.ru_stime.tv_sec, (long)ru.ru_stime.tv_usec);
-    ok = ok && reply_stat(out, "max_connections", "%u",
-                          snap.max_connections);
-    ok = ok && reply_stat(out, "curr_connections", "%" PRIu64,
-                          snap.curr_connections);
-    ok = ok && reply_stat(out, "total_connections", "%" PRIu64,
-                          snap.total_connections);
-    ok = ok && reply_stat(out, "rejected_connections", "%" PRIu64,
-                          snap.rejected_connections);
-    for (int i = 0; ok && i < STATS_COUNT; i++) {
-        ok = reply_stat(out, stats_name((enum stats_counter)i), "%" PRIu64,
-                        snap.counters[i]);
-    }
-    ok = ok && reply_stat(out, "accepting_conns", "%d",
-                          snap.accepting_conns ? 1 : 0);
-    ok = ok && reply_stat(out, "listen_disabled_num", "%" PRIu64,
-                          snap.listen_disabled_num);
-    ok = ok && reply_stat(out, "threads", "%d", snap.threads);
-    /* A disk store: "bytes" is the database file, not memory. */
-    ok = ok && reply_stat(out, "bytes", "%" PRIu64, store_fsiz(store));
-    ok = ok && reply_stat(out, "curr_items", "%" PRIu64, store_rnum(store));
-    ok = ok && reply_stat(out, "evictions", "0");
-    ok = ok && reply_stat(out, "kura_version", "%s", PACKAGE_VERSION);
-    ok = ok && reply_stat(out, "kura_sid", "%u", env->eng->sid);
-    ok = ok && reply_stat(out, "kura_db_path", "%s", store_path(store));
-    ok = ok && reply_stat(out, "kura_db_records", "%" PRIu64,
-                          store_rnum(store));
-    ok = ok && reply_stat(out, "kura_db_file_size", "%" PRIu64,
-                          store_fsiz(store));
-    ok = ok && reply_stat(out, "kura_db_bnum", "%" PRIu64, store_bnum(store));
-    ok = ok && reply_stat(out, "kura_db_over_bnum", "%d",
-                          store_over_bnum(store) ? 1 : 0);
-    uint64_t damage_at = 0;
-    uint64_t damage = store_damage(store, &damage_at);
-    ok = ok && reply_stat(out, "kura_db_damage_seen", "%" PRIu64, damage);
-    ok = ok && reply_stat(out, "kura_db_damage_offset", "%" PRIu64,
-                          damage_at);
-    ok = ok && reply_stat(out, "kura_group_commits", "%" PRIu64, snap.commits);
-    ok = ok && reply_stat(out, "kura_early_commits", "%" PRIu64,
-                          snap.early_commits);
-    ok = ok && reply_stat(out, "kura_writable", "%d",
-                          atomic_load(&env->eng->failed) ? 0 : 1);
-    ok = ok && reply_stat(out, "kura_flush_applied_us", "%" PRIu64,
-                          fl.applied_us);
-    ok = ok && reply_stat(out, "kura_flush_pending_us", "%" PRIu64,
-                          fl.pending_us);
-    ok = ok && reply_stat(out, "kura_tombstones_dropped", "%" PRIu64,
-                          snap.tombstones_dropped);
-    ok = ok && _stats_replication(&snap, out);
-    return ok && reply_code(out, REPLY_END);
-}
-
-static bool
-_stats_settings(struct process_ctx *ctx, struct buf *out)
-{
-    const struct settings *s = ctx->env->settings;
-    char mask[256];
-    char db[DBSPEC_PATH_MAX + 128];
-    bool ok = true;
-
-    cmdmask_format(s->mask, mask, sizeof(mask));
-    dbspec_format(&s->db, db, sizeof(db));
-    ok = ok && reply_stat(out, "maxconns", "%u", s->maxconn);
-    ok = ok && reply_stat(out, "tcpport", "%d", s->port);
-    ok = ok && reply_stat(out, "inter", "%s", s->host);
-    ok = ok && reply_stat(out, "num_threads", "%d", s->thnum);
-    ok = ok && reply_stat(out, "item_size_max", "%zu", s->item_max);
-    ok = ok && reply_stat(out, "idle_timeout", "%d", s->tout);
-    ok = ok && reply_stat(out, "cas_enabled", "yes");
-    ok = ok && reply_stat(out, "evictions", "off");
-    ok = ok && reply_stat(out, "flush_enabled", "%s",
-                          cmdmask_allows(s->mask, PROTO_CMD_FLUSH_ALL) ? "yes"
-                                                                       : "no");
-    ok = ok && reply_stat(out, "kura_dbname", "%s", db);
-    ok = ok && reply_stat(out, "kura_ulog", "%s",
-                          s->ulog_path[0] ? s->ulog_path : "(none)");
-    ok = ok && reply_stat(out, "kura_ulim", "%" PRIu64, s->ulim);
-    ok = ok && reply_stat(out, "kura_uas", "%s", s->uas ? "yes" : "no");
-    ok = ok && reply_stat(out, "kura_sid", "%u", s->sid);
-    ok = ok && reply_stat(out, "kura_mhost", "%s",
-                          s->mhost[0] ? s->mhost : "(none)");
-    ok = ok && reply_stat(out, "kura_mport", "%d", s->mport);
-    ok = ok && reply_stat(out, "kura_rts", "%s",
-                          s->rts_path[0] ? s->rts_path : "(none)");
-    ok = ok && reply_stat(out, "kura_ukeep", "%u", s->ukeep);
-    /* The key file's path only: never its contents. */
-    ok = ok && reply_stat(out, "kura_rkey", "%s",
-                          s->rkey_path[0] ? s->rkey_path : "(none)");
-    if (s->fsync == ULOG_FSYNC_INTERVAL) {
-        ok = ok && reply_stat(out, "kura_fsync", "%ums", s->fsync_ms);
-    } else {
-        ok = ok && reply_stat(out, "kura_fsync", "%s",
-                              s->fsync == ULOG_FSYNC_ALWAYS ? "always"
-                                                            : "never");
-    }
-    ok = ok && reply_stat(out, "kura_mask", "%s", mask);
-    return ok && reply_code(out, REPLY_END);
-}
-
-static bool
-_args_are(const struct proto_request *req, const char *word)
-{
-    size_t n = strlen(word);
-    /* memcached ignores words after the subcommand. */
-    return req->args_len >= n && memcmp(req->args, word, n) == 0 &&
-           (req->args_len == n || req->args[n] == ' ');
-}
-
+/*
+ * A text "set" whose data is "<user> <password>" (memcached's -Y): its
+ * key, flags and exptime are ignored, nothing is stored, and it is
+ * answered even with noreply.
+ */
 static enum process_result
-_stats(struct process_ctx *ctx, const struct proto_request *req,
-       struct buf *out)
+_text_auth(struct process_ctx *ctx, struct process_session *sess,
+           const struct proto_request *req, struct buf *out)
 {
-    if (req->args_len == 0) {
-        return _result(_stats_general(ctx, out));
+    stats_incr(ctx->stats, STATS_AUTH_CMDS);
+    enum auth_result r = auth_text(ctx->env->auth, req->value, req->vlen);
+    if (r == AUTH_OK) {
+        sess->authenticated = true;
+        return process_result_of(reply_text_code(out, REPLY_STORED));
     }
-    if (_args_are(req, "settings")) {
-        return _result(_stats_settings(ctx, out));
-    }
-    if (_args_are(req, "reset")) {
-        ctx->env->reset(ctx->env->arg);
-        return _result(reply_code(out, REPLY_RESET));
-    }
-    if (_args_are(req, "items")) {
-        return _result(reply_code(out, REPLY_END));
-    }
-    if (_args_are(req, "slabs")) {
-        return _result(reply_stat(out, "active_slabs", "0") &&
-                       reply_stat(out, "total_malloced", "0") &&
-                       reply_code(out, REPLY_END));
-    }
-    if (_args_are(req, "sizes")) {
-        return _result(reply_stat(out, "sizes_status", "disabled") &&
-                       reply_code(out, REPLY_END));
-    }
-    return _result(reply_code(out, REPLY_ERROR));
+    stats_incr(ctx->stats, STATS_AUTH_ERRORS);
+    return process_result_of(reply_text_code(
+        out, r == AUTH_MALFORMED ? REPLY_AUTH_MALFORMED : REPLY_AUTH_FAILED));
 }
+
+/*
+ * Binary SASL with PLAIN, the one mechanism offered: in one auth, or an
+ * auth without data (answered AUTH_CONTINUE) and then a step. As with
+ * memcached's Cyrus SASL, a new auth on an authenticated connection
+ * starts over: if it fails, the connection is no longer authenticated.
+ */
+static enum process_result
+_sasl(struct process_ctx *ctx, struct process_session *sess,
+      const struct proto_request *req, struct buf *out)
+{
+    if (!ctx->env->auth->enabled) {
+        return process_result_of(reply_result(out, req, REPLY_ERROR, NULL));
+    }
+    if (req->cmd == PROTO_CMD_SASL_LIST) {
+        return process_result_of(reply_sasl_mechs(out, req, "PLAIN"));
+    }
+    bool plain = req->nkey == 5 && strncasecmp(req->key, "PLAIN", 5) == 0;
+    bool was_started = sess->sasl_started;
+    bool was_authenticated = sess->authenticated;
+    sess->sasl_started = false;
+    sess->authenticated = false;
+    if (req->cmd == PROTO_CMD_SASL_AUTH && plain && req->vlen == 0 &&
+        !was_authenticated) {
+        sess->sasl_started = true;
+        return process_result_of(reply_sasl(out, req, REPLY_SASL_CONTINUE));
+    }
+    stats_incr(ctx->stats, STATS_AUTH_CMDS);
+    bool ok = plain && !was_authenticated &&
+              (req->cmd == PROTO_CMD_SASL_AUTH || was_started) &&
+              auth_plain(ctx->env->auth, req->value, req->vlen);
+    if (!ok) {
+        stats_incr(ctx->stats, STATS_AUTH_ERRORS);
+    }
+    sess->authenticated = ok;
+    return process_result_of(
+        reply_sasl(out, req, ok ? REPLY_SASL_OK : REPLY_SASL_FAILED));
+}
+
+/*
+ * A request on a connection that has not authenticated: a text "set"
+ * is an attempt; anything else is refused, in text with the connection
+ * kept, in binary with AUTH_ERROR and a close, as memcached does.
+ */
+static enum process_result
+_unauthenticated(struct process_ctx *ctx, struct process_session *sess,
+                 const struct proto_request *req, struct buf *out)
+{
+    if (req->kind == PROTO_KIND_TEXT && req->cmd == PROTO_CMD_SET) {
+        return _text_auth(ctx, sess, req, out);
+    }
+    if (req->kind != PROTO_KIND_BINARY) {
+        return process_result_of(reply_text_code(out, REPLY_UNAUTHENTICATED));
+    }
+    struct proto_request loud = *req;
+    loud.noreply = false; /* a quiet opcode is refused aloud */
+    return reply_result(out, &loud, REPLY_UNAUTHENTICATED, NULL)
+               ? PROCESS_CLOSE
+               : PROCESS_FATAL;
+}
+
+/* ------------------------------------------------------------ dispatch */
 
 enum process_result
-process_request(struct process_ctx *ctx, const struct proto_request *req,
-                size_t *cursor, struct buf *out, size_t watermark)
+process_request(struct process_ctx *ctx, struct process_session *sess,
+                const struct proto_request *req, size_t *cursor,
+                struct buf *out, size_t watermark)
 {
-    if (!cmdmask_allows(ctx->env->settings->mask, req->cmd)) {
+    const struct auth *auth = ctx->env->auth;
+    if (auth != NULL && auth->enabled && !sess->authenticated &&
+        !_allowed_before_auth(req)) {
+        return _unauthenticated(ctx, sess, req, out);
+    }
+    if (!cmdmask_allows(ctx->env->settings->mask, proto_class(req))) {
         stats_incr(ctx->stats, STATS_CMD_DENIED);
         if (req->cmd == PROTO_CMD_REPL) {
-            return reply_code(out, REPLY_REPL_DENIED) ? PROCESS_CLOSE
-                                                      : PROCESS_FATAL;
+            return reply_text_code(out, REPLY_REPL_DENIED) ? PROCESS_CLOSE
+                                                           : PROCESS_FATAL;
         }
-        return _result(req->noreply || reply_denied(out, req->cmd));
+        return process_result_of(reply_denied(out, req));
     }
     switch (req->cmd) {
     case PROTO_CMD_GET:
@@ -704,32 +673,60 @@ process_request(struct process_ctx *ctx, const struct proto_request *req,
     case PROTO_CMD_FLUSH_ALL:
         return _flush_all(ctx, req, out);
     case PROTO_CMD_VERSION:
-        return _result(reply_version(out));
+        return process_result_of(reply_version(out, req));
     case PROTO_CMD_VERBOSITY:
         ctx->env->set_verbosity(ctx->env->arg, req->level);
-        return _result(_reply(req, out, REPLY_OK));
+        return process_result_of(reply_result(out, req, REPLY_OK, NULL));
+    case PROTO_CMD_NOOP:
+        return process_result_of(reply_noop(out, req));
     case PROTO_CMD_QUIT:
+        /* A binary quit is answered (quitq is not); text just closes. */
+        if (req->kind == PROTO_KIND_BINARY &&
+            !reply_result(out, req, REPLY_OK, NULL)) {
+            return PROCESS_FATAL;
+        }
         return PROCESS_CLOSE;
     case PROTO_CMD_STATS:
-        return _stats(ctx, req, out);
+        return process_stats(ctx, req, out);
     case PROTO_CMD_REPL:
         return PROCESS_HANDOFF;
+    case PROTO_CMD_MG:
+    case PROTO_CMD_MS:
+    case PROTO_CMD_MD:
+    case PROTO_CMD_MA:
+    case PROTO_CMD_ME:
+        return process_meta(ctx, req, out);
+    case PROTO_CMD_SASL_LIST:
+    case PROTO_CMD_SASL_AUTH:
+    case PROTO_CMD_SASL_STEP:
+        return _sasl(ctx, sess, req, out);
     default:
-        return _result(reply_code(out, REPLY_ERROR));
+        return process_result_of(reply_result(out, req, REPLY_ERROR, NULL));
     }
 }
 
 enum process_result
-process_error(struct process_ctx *ctx, const struct proto_parser *p,
+process_error(struct process_ctx *ctx, struct process_session *sess,
+              const struct proto_parser *p, enum proto_status st,
               const struct proto_request *req, struct buf *out)
 {
+    const struct auth *auth = ctx->env->auth;
+    if (auth != NULL && auth->enabled && !sess->authenticated &&
+        p->error == PROTO_ERR_BIN_UNKNOWN) {
+        return _unauthenticated(ctx, sess, req, out);
+    }
+    bool closes = st == PROTO_ECLOSE;
     if (p->error == PROTO_ERR_TOO_LARGE) {
         stats_incr(ctx->stats, STATS_STORE_TOO_LARGE);
         /*
-         * memcached drops the old value of a "set" it could not store, so
+         * memcached drops the old value of a set it could not store, so
          * a reader never sees data the client meant to replace.
          */
-        if (p->error_cmd == PROTO_CMD_SET &&
+        bool is_set = p->error_cmd == PROTO_CMD_SET ||
+                      (p->error_cmd == PROTO_CMD_MS &&
+                       (req->meta.mode == 0 || req->meta.mode == 'S' ||
+                        req->meta.mode == 's'));
+        if (is_set && req->nkey > 0 &&
             cmdmask_allows(ctx->env->settings->mask, PROTO_CMD_SET)) {
             struct txn_current cur;
             if (txn_begin_key(ctx->batch, req->key, req->nkey, &cur) ==
@@ -741,14 +738,11 @@ process_error(struct process_ctx *ctx, const struct proto_parser *p,
         }
     }
     if (p->error_noreply) {
-        return p->error == PROTO_ERR_LINE_TOO_LONG ||
-                       p->error == PROTO_ERR_HTTP
-                   ? PROCESS_CLOSE
-                   : PROCESS_DONE;
+        return closes ? PROCESS_CLOSE : PROCESS_DONE;
     }
-    bool ok = reply_proto_error(out, p->error);
-    if (p->error == PROTO_ERR_LINE_TOO_LONG || p->error == PROTO_ERR_HTTP) {
+    bool ok = reply_proto_error(out, req, p);
+    if (closes) {
         return ok ? PROCESS_CLOSE : PROCESS_FATAL;
     }
-    return _result(ok);
+    return process_result_of(ok);
 }

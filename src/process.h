@@ -4,7 +4,11 @@
  * The only module that knows both the protocol (requests in, replies out)
  * and storage (records through txn.h). It decides what each command does to
  * a key under memcached's rules (flags, exptime, cas, noreply, flush_all)
- * and which reply that earns; replies are appended to a caller's buffer.
+ * and which result that earns, whichever protocol carried the request
+ * (proto.h); reply.h writes the result in that protocol. Files:
+ *   process.c        dispatch, authentication, the classic commands
+ *   process_meta.c   mg, ms, md, ma, me (stale items, recache tokens)
+ *   process_stats.c  stats and its subcommands
  *
  * Replies to writes are written when the change is staged, before it is
  * durable. The caller must not send them until the batch has committed
@@ -21,11 +25,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "access.h"
+#include "auth.h"
 #include "buf.h"
 #include "proto.h"
 #include "settings.h"
 #include "stats.h"
 #include "txn.h"
+
+struct stats_snapshot; /* snapshot.h */
 
 /* Shared, read-only context of every worker. */
 struct process_env {
@@ -38,6 +46,14 @@ struct process_env {
     /* Applies `verbosity <level>`. */
     void (*set_verbosity)(void *arg, uint32_t level);
     void *arg;
+    const struct auth *auth;     /* -auth; disabled when not given */
+    struct access_table *access; /* recent reads, meta h and l */
+};
+
+/* One connection's state across its requests. */
+struct process_session {
+    bool authenticated;
+    bool sasl_started; /* a SASL auth without data awaits its step */
 };
 
 /* One worker's processing state. */
@@ -58,22 +74,30 @@ enum process_result {
 };
 
 /*
- * Executes `req` and appends its reply to `out` (nothing with noreply).
+ * Executes `req` for the connection whose state is `sess` and appends its
+ * reply to `out` (nothing when the protocol's quiet form says so).
  * `*cursor` must be 0 for a new request; multi-key gets advance it and
  * return PROCESS_MORE once `out` holds more than `watermark` bytes.
  */
 enum process_result process_request(struct process_ctx *ctx,
+                                    struct process_session *sess,
                                     const struct proto_request *req,
                                     size_t *cursor, struct buf *out,
                                     size_t watermark);
 
 /*
- * Answers a request the parser rejected (PROTO_EREQ/PROTO_ECLOSE), with the
- * side effects memcached has: a "set" rejected as too large also removes
- * the key's old value. `req` is the parser's partial request.
+ * Answers a request the parser rejected with `st` (PROTO_EREQ or
+ * PROTO_ECLOSE) on the connection whose state is `sess` (an unknown
+ * binary opcode before authenticating is refused as any command then
+ * is), with the side effects memcached has: a "set" rejected as
+ * too large also removes the key's old value. `req` is the parser's
+ * partial request. Returns PROCESS_CLOSE when the connection must end
+ * after the answer (always after PROTO_ECLOSE).
  */
 enum process_result process_error(struct process_ctx *ctx,
+                                  struct process_session *sess,
                                   const struct proto_parser *p,
+                                  enum proto_status st,
                                   const struct proto_request *req,
                                   struct buf *out);
 

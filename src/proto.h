@@ -1,16 +1,29 @@
 /*
- * proto: a pure, incremental parser for the memcached text protocol.
+ * proto: the request model shared by kura's three memcached protocols,
+ * and the text protocol's parser.
  *
- * proto_parse() is handed the unread bytes of a connection and either
- * returns one complete request, says it needs more bytes, or reports an
- * error the caller must answer. It performs no I/O, touches no storage and
- * allocates nothing: requests point into the caller's buffer, so the caller
- * processes a request before consuming its bytes. Memory is bounded by the
- * limits: a command line may not exceed `max_line` bytes and a value may
- * not exceed `item_max` bytes, so the caller never needs to buffer more than
- * max_line + item_max + 2 bytes for one request.
+ * memcached clients speak one of three protocols on the same port:
+ *   text     "get k", "set k 0 0 5" ...: proto_text.c
+ *   meta     "mg k v", "ms k 5 T60" ...: text lines too, so proto_text.c
+ *            reads them and proto_meta.c reads their flags
+ *   binary   24-byte framed requests starting with 0x80: proto_bin.c
+ * A connection's first byte says which (conn.c). Every parser produces the
+ * same struct proto_request: the command, its key(s) and arguments, and
+ * the protocol details a reply must echo (binary opcode and opaque, meta
+ * return flags). process.c executes requests without caring which
+ * protocol carried them; reply.c writes each result in the request's own
+ * protocol.
  *
- * The parser is a two-state machine:
+ * The parsers are pure and incremental: they are handed the unread bytes
+ * of a connection and either return one complete request, say they need
+ * more bytes, or report an error the caller must answer. They perform no
+ * I/O, touch no storage and allocate nothing: requests point into the
+ * caller's buffer (a base64 key is decoded into the request itself), so
+ * the caller processes a request before consuming its bytes. Memory is
+ * bounded by the limits: a command line may not exceed `max_line` bytes
+ * and a value may not exceed `item_max` bytes.
+ *
+ * The text parser is a two-state machine:
  *
  *   LINE --(storage command accepted, data incomplete)--> LINE (re-parsed)
  *   LINE --(value rejected as too large)--> SWALLOW --(n bytes eaten)--> LINE
@@ -51,7 +64,23 @@ enum proto_cmd {
     PROTO_CMD_QUIT,
     PROTO_CMD_STATS,
     PROTO_CMD_REPL, /* "REPL ...": a peer asking for the update log */
+    PROTO_CMD_NOOP, /* binary noop; meta "mn" */
+    PROTO_CMD_MG,   /* meta get */
+    PROTO_CMD_MS,   /* meta set */
+    PROTO_CMD_MD,   /* meta delete */
+    PROTO_CMD_MA,   /* meta arithmetic */
+    PROTO_CMD_ME,   /* meta debug */
+    PROTO_CMD_SASL_LIST, /* binary SASL: list mechanisms */
+    PROTO_CMD_SASL_AUTH, /* binary SASL: start */
+    PROTO_CMD_SASL_STEP, /* binary SASL: continue */
     PROTO_CMD_COUNT
+};
+
+/* Which protocol carried a request, and so how it is answered. */
+enum proto_kind {
+    PROTO_KIND_TEXT,
+    PROTO_KIND_META,
+    PROTO_KIND_BINARY,
 };
 
 enum proto_status {
@@ -73,6 +102,20 @@ enum proto_error {
     PROTO_ERR_NON_NUMERIC,     /* CLIENT_ERROR cannot increment or ... */
     PROTO_ERR_LINE_TOO_LONG,   /* CLIENT_ERROR line too long (closes) */
     PROTO_ERR_HTTP,            /* an HTTP request line: close silently */
+    /* meta commands (CLIENT_ERROR ...) */
+    PROTO_ERR_META_FLAG,       /* invalid flag (mg, ms) */
+    PROTO_ERR_META_DUP,        /* duplicate flag (mg, ms) */
+    PROTO_ERR_META_FLAG_OR_DUP, /* invalid or duplicate flag (md, ma) */
+    PROTO_ERR_META_TOKEN,      /* bad token in command line format */
+    PROTO_ERR_META_OPAQUE,     /* opaque token too long */
+    PROTO_ERR_META_TOO_MANY,   /* options flags are too long */
+    PROTO_ERR_META_KEY,        /* error decoding key */
+    PROTO_ERR_META_MODE_MS,    /* invalid mode for ms M token */
+    PROTO_ERR_META_MODE_MA,    /* invalid mode for ma M token */
+    /* binary statuses for a rejected frame (reply.c maps them) */
+    PROTO_ERR_BIN_EINVAL,      /* Invalid arguments */
+    PROTO_ERR_BIN_UNKNOWN,     /* Unknown command */
+    PROTO_ERR_BIN_FRAMING,     /* bad magic or lengths: close */
     PROTO_ERR_COUNT
 };
 
@@ -85,9 +128,45 @@ struct proto_limits {
 /* memcached closes a connection after 2048 bytes without a newline. */
 #define PROTO_MAX_LINE_DEFAULT 2048
 
+/* Meta flags that ask for something back, in the order the client gave. */
+#define PROTO_META_RETURN_MAX 16
+
+/* A meta command's flags (memcached 1.6 doc/protocol.txt, "Meta ..."). */
+struct proto_meta {
+    char ret[PROTO_META_RETURN_MAX]; /* return flags: b c f h k l O q s t v
+                                        and ma's N/J... are not here */
+    uint8_t nret;
+    bool base64;        /* b: the key is base64 (decoded in keybuf) */
+    bool quiet;         /* q: noreply semantics for the usual result */
+    bool value;         /* v: return the value */
+    bool no_bump;       /* u: do not note the access (h, l stay) */
+    bool invalidate;    /* I: mark stale (md, ms) instead of deleting */
+    bool remove_value;  /* x: md removes the value but keeps the item */
+    bool vivify;        /* N: mg/ma create on miss, with ttl `vivify_ttl` */
+    int64_t vivify_ttl;
+    bool recache;       /* R: win for recache when ttl < `recache_ttl` */
+    int64_t recache_ttl;
+    bool ttl;           /* T: new ttl `ttl_value` */
+    int64_t ttl_value;
+    bool ttl_before_update; /* t came before T: report the old ttl */
+    bool client_flags;  /* F: ms client flags */
+    uint32_t flags_value;
+    bool compare_cas;   /* C: act only if the cas matches */
+    uint64_t compare_value;
+    bool new_cas;       /* E: use this cas for the change */
+    uint64_t new_cas_value;
+    bool initial;       /* J: ma initial value for vivify */
+    uint64_t initial_value;
+    uint64_t delta;     /* D: ma delta (1 when absent) */
+    char mode;          /* M: ms S E A P R, ma I + D -; 0 when absent */
+    const char *opaque; /* O: echoed back */
+    size_t opaque_len;
+};
+
 struct proto_request {
     enum proto_cmd cmd;
-    bool noreply;
+    enum proto_kind kind;
+    bool noreply;       /* text noreply; binary quiet opcode; meta q */
     /* The key of single-key commands; the first key of the get family. */
     const char *key;
     size_t nkey;
@@ -105,6 +184,17 @@ struct proto_request {
     uint32_t level;      /* verbosity */
     const char *args;    /* stats, REPL: the text after the command */
     size_t args_len;
+    bool has_cas;        /* the command compares cas_unique (text cas,
+                            binary with a nonzero cas, meta C) */
+    /* binary */
+    uint8_t opcode;      /* echoed in the reply */
+    uint32_t opaque;     /* echoed in the reply */
+    bool want_key;       /* getk, getkq, gatk, gatkq: reply with the key */
+    uint64_t initial;    /* incr/decr: value of a key created on miss */
+    bool create;         /* incr/decr: create on miss (exptime != ~0) */
+    /* meta */
+    struct proto_meta meta;
+    char keybuf[PROTO_KEY_MAX]; /* a base64 key, decoded */
 };
 
 struct proto_parser {
@@ -152,6 +242,25 @@ bool proto_next_key(const struct proto_request *req, size_t *pos,
 
 /* True if `key` is a valid memcached key: 1..250 bytes, no space/control. */
 bool proto_key_valid(const char *key, size_t nkey);
+
+/*
+ * The classic command a request counts as for -mask (cmdmask.h) and for
+ * stats: meta get as get (gat when it touches), meta set as set, add,
+ * append... by its mode, meta delete as delete, meta arithmetic as incr
+ * or decr. Other commands are themselves.
+ */
+enum proto_cmd proto_class(const struct proto_request *req);
+
+/*
+ * Decodes base64 `in` (`n` bytes, standard alphabet, padded) into `out`
+ * (`cap` bytes). Returns the decoded length, or -1 if it is not base64
+ * or does not fit.
+ */
+long proto_base64_decode(const char *in, size_t n, char *out, size_t cap);
+
+/* Encodes `n` bytes as padded base64 into `out`, which must hold
+ * 4 * ((n + 2) / 3) bytes. Returns the length written. */
+size_t proto_base64_encode(const void *in, size_t n, char *out);
 
 /* The command's name as sent on the wire ("get", "set", ...). */
 const char *proto_cmd_name(enum proto_cmd cmd);

@@ -10,7 +10,11 @@
 #define PRESENT_FLAGS 0x01u
 #define PRESENT_EXPTIME 0x02u
 #define PRESENT_CAS 0x04u
-#define PRESENT_ALL (PRESENT_FLAGS | PRESENT_EXPTIME | PRESENT_CAS)
+#define PRESENT_STALE 0x08u
+#define PRESENT_TOKEN 0x10u
+#define PRESENT_BINKEY 0x20u
+#define PRESENT_ALL (PRESENT_FLAGS | PRESENT_EXPTIME | PRESENT_CAS |          \
+                     PRESENT_STALE | PRESENT_TOKEN | PRESENT_BINKEY)
 
 static void
 _put_u32(uint8_t *p, uint32_t v)
@@ -78,6 +82,9 @@ record_encode(const struct record_meta *m, uint8_t *out)
         _put_u64(out + n, m->cas);
         n += 8;
     }
+    present |= m->stale ? PRESENT_STALE : 0;
+    present |= m->token ? PRESENT_TOKEN : 0;
+    present |= m->binkey ? PRESENT_BINKEY : 0;
     out[0] = (uint8_t)((RECORD_VERSION << 4) | (m->kind & 0x0f));
     out[1] = present;
     return n;
@@ -102,6 +109,9 @@ record_decode(const uint8_t *buf, size_t len, struct record_meta *m,
         return RECORD_ECORRUPT;
     }
     m->kind = (enum record_kind)kind;
+    m->stale = (present & PRESENT_STALE) != 0;
+    m->token = (present & PRESENT_TOKEN) != 0;
+    m->binkey = (present & PRESENT_BINKEY) != 0;
     m->ts = _get_u64(buf + n);
     n += 8;
 

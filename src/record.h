@@ -11,7 +11,12 @@
  * timestamp is only ~30 bytes of key and value:
  *
  *   u8  version (high nibble, = 2) | kind (low nibble)
- *   u8  presence bits: FLAGS, EXPTIME, CAS (cas stored only if != ts)
+ *   u8  presence bits: FLAGS, EXPTIME, CAS (cas stored only if != ts),
+ *                    and three facts of the meta protocol with no bytes
+ *                    of their own: STALE (invalidated by md/ms I), TOKEN
+ *                    (a recache token was handed out: W sent, Z next)
+ *                    and BINKEY (the key was stored in base64, so k
+ *                    returns it so)
  *   u32 seal         CRC32C of the database's salt, the key and every
  *                    other byte of the record (record_seal); 0 until
  *                    the record is stored
@@ -38,6 +43,7 @@
 #ifndef KURA_RECORD_H
 #define KURA_RECORD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -67,6 +73,9 @@ struct record_meta {
     uint64_t cas;     /* compare-and-swap unique */
     uint64_t ts;      /* origin write timestamp, microseconds */
     uint32_t sid;     /* origin server id */
+    bool stale;       /* meta: marked stale by an invalidation */
+    bool token;       /* meta: a recache token was handed out */
+    bool binkey;      /* meta: the key was given in base64 (b) */
 };
 
 /*

@@ -1,11 +1,17 @@
 /*
- * reply: composes memcached text protocol replies.
+ * reply: writes results in the protocol of the request they answer.
  *
- * The only place that knows the wire form of results and errors. Modules
- * below the protocol return status values; process.c picks a reply_code and
- * this module writes its bytes. Every function appends to a struct buf and
- * returns false only if the buffer could not grow (the caller then closes
- * the connection, as memcached does on out-of-memory).
+ * process.c decides what happened (stored, not found, a hit with this
+ * item...) without knowing the wire; these functions write it the way
+ * the request's protocol does: reply.c for the text protocol (and the
+ * dispatch), reply_bin.c for binary frames, reply_meta.c for meta lines.
+ * Each protocol also decides here what its "quiet" means: text noreply
+ * silences every reply, a binary quiet opcode its successes (and a get's
+ * misses), meta q the usual success (EN for mg, HD for the others).
+ *
+ * Every function appends to a struct buf and returns false only if the
+ * buffer could not grow (the caller then closes the connection, as
+ * memcached does on out-of-memory).
  *
  * Pure formatting; no shared state; any thread.
  */
@@ -39,42 +45,112 @@ enum reply_code {
     REPLY_SERVER_ERROR_READONLY,
     REPLY_SERVER_ERROR_OOM,
     REPLY_SERVER_ERROR_NOSPACE,
-    REPLY_TOO_MANY_CONNECTIONS,
+    REPLY_TOO_MANY_CONNECTIONS, /* ERROR Too many open connections */
     REPLY_REPL_DENIED, /* REPL refused by -mask repl */
+    REPLY_UNAUTHENTICATED, /* a command before authentication */
+    REPLY_AUTH_FAILED,     /* the credentials were refused */
+    REPLY_AUTH_MALFORMED,  /* a text token that is not "user password" */
+    REPLY_TOO_LARGE,       /* the value would exceed the item size limit */
     REPLY_CODE_COUNT
 };
 
 /* Limit passed to buf_* when growing an output buffer. */
 #define REPLY_BUF_LIMIT ((size_t)1 << 40)
 
-/* Appends the line for `code` (with "\r\n"). */
-bool reply_code(struct buf *out, enum reply_code code);
-
-/* Appends the wire form of a parser error (proto.h). */
-bool reply_proto_error(struct buf *out, enum proto_error err);
+/* What a command found or made, as far as a reply may tell it. */
+struct reply_item {
+    const char *key;       /* as the request named it */
+    size_t nkey;
+    uint32_t flags;        /* client flags */
+    const void *value;
+    size_t vlen;
+    uint64_t cas;
+    int64_t ttl;           /* seconds left; -1 for none */
+    /* meta only */
+    bool stale;            /* X */
+    char win;              /* 'W' this client won the recache, 'Z' another
+                              has it, 0 neither */
+    int hit;               /* h: fetched before (0/1), -1 unknown */
+    bool key_binary;       /* k: print the key in base64, then " b" */
+    int64_t idle;          /* l: seconds since the last access */
+};
 
 /*
- * Appends "VALUE <key> <flags> <bytes>[ <cas>]\r\n<data>\r\n".
- * `with_cas` selects the gets/gats form.
+ * The text protocol's line for `code` ("STORED\r\n"...), whatever the
+ * request's protocol: text authentication and REPL answer in text only.
  */
-bool reply_value(struct buf *out, const char *key, size_t nkey,
-                 uint32_t flags, const void *data, size_t len, bool with_cas,
-                 uint64_t cas);
+bool reply_text_code(struct buf *out, enum reply_code code);
 
-/* Appends "CLIENT_ERROR <command> not allowed" (-mask/-unmask). */
-bool reply_denied(struct buf *out, enum proto_cmd cmd);
-
-/* Appends "<n>\r\n" (incr/decr result). */
-bool reply_number(struct buf *out, uint64_t n);
-
-/* Appends "VERSION <compat>-kura-<version>\r\n". */
-bool reply_version(struct buf *out);
-
-/* Appends "STAT <name> <value>\r\n" with a formatted value. */
-bool reply_stat(struct buf *out, const char *name, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/*
+ * Meta debug's answer for `it`: "ME <key> exp=<ttl> la=<idle>
+ * cas=<cas> fetch=<yes|no> cls=1 size=<size>".
+ */
+bool reply_meta_debug(struct buf *out, const struct proto_request *req,
+                      const struct reply_item *it, size_t size);
 
 /* Appends raw bytes. */
 bool reply_raw(struct buf *out, const void *p, size_t n);
+
+/*
+ * The outcome of a command: a store (REPLY_STORED, NOT_STORED, EXISTS,
+ * NOT_FOUND), a delete (DELETED, NOT_FOUND), a touch (TOUCHED), OK, or an
+ * error code. `it` (may be NULL) names the item for what a protocol sends
+ * back: the new cas and flags (binary), the meta return flags.
+ */
+bool reply_result(struct buf *out, const struct proto_request *req,
+                  enum reply_code code, const struct reply_item *it);
+
+/*
+ * A retrieval hit: "VALUE ..." (text, with the cas for gets/gats), a get
+ * response (binary), "VA"/"HD" with the return flags (meta).
+ */
+bool reply_hit(struct buf *out, const struct proto_request *req,
+               const struct reply_item *it);
+
+/* A retrieval miss of `it->key`: nothing (text), ENOENT (binary), EN. */
+bool reply_miss(struct buf *out, const struct proto_request *req,
+                const struct reply_item *it);
+
+/* The end of a retrieval: "END" (text), nothing elsewhere. */
+bool reply_end(struct buf *out, const struct proto_request *req);
+
+/* An incr/decr result `n`; `it` carries the new cas and meta flags. */
+bool reply_counter(struct buf *out, const struct proto_request *req,
+                   uint64_t n, const struct reply_item *it);
+
+/* Answers a request the parser rejected (`p->error`, proto.h). */
+bool reply_proto_error(struct buf *out, const struct proto_request *req,
+                       const struct proto_parser *p);
+
+/* "CLIENT_ERROR <command> not allowed" (-mask/-unmask), or its kin. */
+bool reply_denied(struct buf *out, const struct proto_request *req);
+
+/* The server's version: "VERSION <compat>-kura-<version>" or kin. */
+bool reply_version(struct buf *out, const struct proto_request *req);
+
+/* A noop: the binary noop response, meta "MN". */
+bool reply_noop(struct buf *out, const struct proto_request *req);
+
+/* One statistic: "STAT <name> <value>" or a binary stat frame. */
+bool reply_stat(struct buf *out, const struct proto_request *req,
+                const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The end of a stats listing: "END" or the empty binary stat frame. */
+bool reply_stats_end(struct buf *out, const struct proto_request *req);
+
+/* The SASL mechanisms (binary). */
+bool reply_sasl_mechs(struct buf *out, const struct proto_request *req,
+                      const char *mechs);
+
+enum reply_sasl_state {
+    REPLY_SASL_OK,       /* "Authenticated" */
+    REPLY_SASL_CONTINUE, /* send the next step (an empty challenge) */
+    REPLY_SASL_FAILED,   /* AUTH_ERROR */
+};
+
+/* A SASL auth or step's answer. */
+bool reply_sasl(struct buf *out, const struct proto_request *req,
+                enum reply_sasl_state state);
 
 #endif

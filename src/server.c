@@ -24,6 +24,7 @@
 #include "log.h"
 #include "process.h"
 #include "record.h"
+#include "snapshot.h"
 #include "recovery.h"
 #include "repl_master.h"
 #include "repl_slave.h"
@@ -39,6 +40,8 @@
 #define SERVER_WATERMARK ((size_t)256 << 10)
 /* Lock stripes for the write path; collisions force early commits. */
 #define SERVER_STRIPES 65536
+/* Recent-access slots for meta h and l: 2^20 x 8 bytes = 8 MiB. */
+#define SERVER_ACCESS_BITS 20
 #define SWEEPER_SLICE_KEYS 500
 #define SWEEPER_PAUSE_MS 100
 /*
@@ -66,6 +69,9 @@ struct server {
     struct clock clock;
     struct ulog *ulog;
     struct repl_auth auth;       /* -rkey */
+    struct auth clients;         /* -auth */
+    struct access_table access;  /* meta h and l */
+    bool access_ready;
     struct repl_master *master;  /* serves peers; with an update log */
     struct repl_slave *slave;    /* follows -mhost */
     struct txn_engine eng;
@@ -84,6 +90,7 @@ struct server {
     struct event *sig_hup;
     int64_t started_s;
     uint32_t maxconn; /* -maxconn, lowered to fit the descriptor limit */
+    _Atomic uint32_t verbosity; /* the last "verbosity" level */
     pthread_mutex_t baseline_lock;
     uint64_t baseline[STATS_COUNT]; /* counters at the last stats reset */
     uint64_t total_conns_baseline;
@@ -117,8 +124,10 @@ _snapshot(void *arg, struct stats_snapshot *snap)
     snap->curr_connections = atomic_load(&srv->shared.curr_conns);
     snap->rejected_connections = atomic_load(&srv->listener.rejected_conns);
     snap->listen_disabled_num = atomic_load(&srv->listener.disabled_count);
+    snap->listen_disabled_us = atomic_load(&srv->listener.disabled_us);
     snap->accepting_conns = atomic_load(&srv->listener.accepting);
     snap->threads = srv->nworkers;
+    snap->verbosity = atomic_load(&srv->verbosity);
     snap->max_connections = srv->maxconn;
     for (int i = 0; i < srv->nworkers; i++) {
         snap->commits += atomic_load(&srv->workers[i].batch.commits);
@@ -214,6 +223,7 @@ _set_verbosity(void *arg, uint32_t level)
         : srv->settings->log_level == SETTINGS_LOG_ERROR ? LOG_ERROR
                                                          : LOG_INFO;
     log_set_level(&srv->log, level == 0 ? configured : LOG_DEBUG);
+    atomic_store(&srv->verbosity, level);
 }
 
 static void
@@ -369,6 +379,8 @@ _open_storage(struct server *srv, char *err, size_t errlen)
         return -1;
     }
     srv->eng.uas = s->uas;
+    /* stats "bytes" starts from what the opening check counted. */
+    atomic_store(&srv->eng.bytes, (int64_t)rep.check.item_bytes);
     /* store.h D1: under "always" the database holds only what the log
      * holds durably. */
     srv->eng.apply_after_sync = srv->ulog != NULL && !s->uas &&
@@ -432,6 +444,16 @@ _start_workers(struct server *srv, char *err, size_t errlen)
     srv->penv.reset = _reset;
     srv->penv.set_verbosity = _set_verbosity;
     srv->penv.arg = srv;
+    if (auth_load(&srv->clients, s->auth_path, err, errlen) != 0) {
+        return -1;
+    }
+    srv->penv.auth = &srv->clients;
+    if (access_init(&srv->access, SERVER_ACCESS_BITS) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    srv->access_ready = true;
+    srv->penv.access = &srv->access;
     srv->shared.penv = &srv->penv;
     srv->shared.eng = &srv->eng;
     srv->shared.ulog = srv->ulog;
@@ -580,6 +602,10 @@ _stop(struct server *srv)
         log_error(&srv->log, "database did not close cleanly");
         status = 1;
     }
+    if (srv->access_ready) {
+        access_deinit(&srv->access);
+    }
+    auth_free(&srv->clients);
     pidfile_release(&srv->pid);
     return status;
 }

@@ -51,7 +51,7 @@ settings_usage(FILE *out, const char *prog)
         "        [-ulim num] [-uas] [-sid num] [-mhost name] [-mport num]\n"
         "        [-rts path] [-mask expr] [-unmask expr] [-maxconn num]\n"
         "        [-itemmax size] [-fsync policy] [-ukeep num] [-ckpt secs]\n"
-        "        [-rkey path] [dbname]\n"
+        "        [-rkey path] [-auth path] [dbname]\n"
         "\n"
         "  -host name     address to listen on (default %s; 0.0.0.0 for all)\n"
         "  -port num      TCP port (default %d); 0 makes -host a unix socket\n"
@@ -77,6 +77,9 @@ settings_usage(FILE *out, const char *prog)
         "  -rts path      replication position file (default: ulog/rts)\n"
         "  -rkey path     replication shared key (mode 600 file); without\n"
         "                 it only peers on this host may replicate\n"
+        "  -auth path     client passwords, user:password lines (mode 600\n"
+        "                 file); clients must then authenticate (SASL PLAIN\n"
+        "                 or memcached's text set)\n"
         "  -mask expr     refuse commands, e.g. allwrite or flush_all\n"
         "  -unmask expr   allow commands refused by an earlier -mask\n"
         "  -maxconn num   client connection limit (default %d)\n"
@@ -240,6 +243,10 @@ _parse_valued(struct settings *s, const char *flag, const char *v, char *err,
         return _copy_arg(flag, s->rkey_path, sizeof(s->rkey_path), v, err,
                          errlen);
     }
+    if (strcmp(flag, "-auth") == 0) {
+        return _copy_arg(flag, s->auth_path, sizeof(s->auth_path), v, err,
+                         errlen);
+    }
     if (strcmp(flag, "-mask") == 0 || strcmp(flag, "-unmask") == 0) {
         return cmdmask_apply(&s->mask, v, flag[1] == 'u', err, errlen);
     }
@@ -271,6 +278,7 @@ _is_valued(const char *flag)
         "-host", "-port", "-thnum", "-tout", "-pid", "-log", "-ulog",
         "-ulim", "-sid", "-mhost", "-mport", "-rts", "-mask", "-unmask",
         "-maxconn", "-itemmax", "-fsync", "-ukeep", "-ckpt", "-rkey",
+        "-auth",
     };
     for (size_t i = 0; i < sizeof(valued) / sizeof(valued[0]); i++) {
         if (strcmp(flag, valued[i]) == 0) {
@@ -333,7 +341,8 @@ _validate(struct settings *s, char *err, size_t errlen)
         !_absolutize(s->log_path, sizeof(s->log_path), err, errlen) ||
         !_absolutize(s->ulog_path, sizeof(s->ulog_path), err, errlen) ||
         !_absolutize(s->rts_path, sizeof(s->rts_path), err, errlen) ||
-        !_absolutize(s->rkey_path, sizeof(s->rkey_path), err, errlen)) {
+        !_absolutize(s->rkey_path, sizeof(s->rkey_path), err, errlen) ||
+        !_absolutize(s->auth_path, sizeof(s->auth_path), err, errlen)) {
         return false;
     }
     if (s->rts_path[0] == '\0' && s->ulog_path[0] != '\0') {

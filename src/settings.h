@@ -5,7 +5,8 @@
  *         [-pid path] [-kl] [-log path] [-ld|-le] [-ulog path] [-ulim num]
  *         [-uas] [-sid num] [-mhost name] [-mport num] [-rts path]
  *         [-mask expr] [-unmask expr] [-maxconn num] [-itemmax size]
- *         [-fsync policy] [-ukeep num] [-ckpt secs] [-rkey path] [dbname]
+ *         [-fsync policy] [-ukeep num] [-ckpt secs] [-rkey path]
+ *         [-auth path] [dbname]
  *
  * Parsing validates everything up front and reports the first problem in
  * one line, so a typo never starts a server with an unintended setting.
@@ -65,6 +66,7 @@ struct settings {
     int mport;
     char rts_path[PATH_MAX]; /* replication timestamp file */
     char rkey_path[PATH_MAX]; /* replication shared key file, "" = none */
+    char auth_path[PATH_MAX]; /* client password file, "" = no auth */
     uint64_t mask;       /* refused commands (cmdmask.h) */
     uint32_t maxconn;    /* simultaneous client connections */
     size_t item_max;     /* largest value accepted */

@@ -7,7 +7,8 @@
  * workers run is a consistent enough snapshot for monitoring, as in
  * memcached. Names follow memcached's `stats` output. `stats reset` does
  * not write to the counters (that would race with their owners); the
- * reporter keeps a baseline and subtracts it.
+ * reporter keeps a baseline and subtracts it. A leaf: the server-wide
+ * figures that `stats` adds are gathered in snapshot.h.
  */
 #ifndef KURA_STATS_H
 #define KURA_STATS_H
@@ -16,15 +17,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "repl_master.h"
-#include "repl_slave.h"
-#include "ulog.h"
-
+/*
+ * In memcached's order. process_stats.c prints CMD_GET..BYTES_WRITTEN as
+ * one run, then the others where memcached puts them.
+ */
 #define STATS_COUNTERS(X)   \
     X(CMD_GET, "cmd_get")    \
     X(CMD_SET, "cmd_set")    \
     X(CMD_FLUSH, "cmd_flush") \
     X(CMD_TOUCH, "cmd_touch") \
+    X(CMD_META, "cmd_meta") \
     X(GET_HITS, "get_hits")  \
     X(GET_MISSES, "get_misses") \
     X(GET_EXPIRED, "get_expired") \
@@ -41,13 +43,17 @@
     X(TOUCH_HITS, "touch_hits") \
     X(TOUCH_MISSES, "touch_misses") \
     X(STORE_TOO_LARGE, "store_too_large") \
+    X(STORE_NO_MEMORY, "store_no_memory") \
+    X(AUTH_CMDS, "auth_cmds") \
+    X(AUTH_ERRORS, "auth_errors") \
     X(BYTES_READ, "bytes_read") \
     X(BYTES_WRITTEN, "bytes_written") \
+    X(CONN_YIELDS, "conn_yields") \
+    X(IDLE_KICKS, "idle_kicks") \
     X(TOTAL_ITEMS, "total_items") \
     X(RECLAIMED, "reclaimed") \
     X(CMD_DENIED, "kura_cmd_denied") \
-    X(WRITE_ERRORS, "kura_write_errors") \
-    X(CONN_YIELDS, "conn_yields")
+    X(WRITE_ERRORS, "kura_write_errors")
 
 enum stats_counter {
 #define STATS_ENUM(id, name) STATS_##id,
@@ -58,28 +64,6 @@ enum stats_counter {
 
 struct stats_counters {
     _Atomic uint64_t v[STATS_COUNT];
-};
-
-/* Figures gathered from the whole server for the `stats` command. */
-struct stats_snapshot {
-    uint64_t counters[STATS_COUNT]; /* summed over workers */
-    int64_t started_s;              /* unix time the server started */
-    uint32_t max_connections; /* effective connection limit */
-    uint64_t curr_connections;
-    uint64_t total_connections;
-    uint64_t rejected_connections;
-    uint64_t listen_disabled_num;
-    bool accepting_conns;
-    int threads;
-    uint64_t commits;       /* group commits */
-    uint64_t early_commits; /* commits forced before the end of a pass */
-    uint64_t tombstones_dropped;
-    bool has_ulog;
-    struct ulog_stats ulog;
-    bool has_master;        /* this server follows -mhost */
-    struct repl_slave_stats master;
-    int npeers;             /* peers that pull from this server */
-    struct repl_peer_stats peers[REPL_MAX_PEERS];
 };
 
 /* Adds `n` to a counter; only the owning thread may call this. */

@@ -359,6 +359,7 @@ _prepare_file(struct store *s, const struct dbspec *spec,
             return false;
         }
         rep->needs_area = again.needs_area;
+        rep->check.item_bytes = again.check.item_bytes;
         return true;
     }
     /* Sound: make Tokyo Cabinet treat it as not closed (it then ignores
@@ -760,6 +761,12 @@ void
 store_iter_acquire(struct store *s)
 {
     pthread_mutex_lock(&s->iter_lock);
+}
+
+bool
+store_iter_try_acquire(struct store *s)
+{
+    return pthread_mutex_trylock(&s->iter_lock) == 0;
 }
 
 void

@@ -230,6 +230,9 @@ const char *store_path(const struct store *s);
 void store_iter_acquire(struct store *s);
 void store_iter_release(struct store *s);
 
+/* As store_iter_acquire(), but returns false at once if it is held. */
+bool store_iter_try_acquire(struct store *s);
+
 /*
  * Flushes the database file's data to disk without taking Tokyo Cabinet's
  * locks (fdatasync on its descriptor), so writers are not stalled. Used by

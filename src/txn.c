@@ -320,6 +320,36 @@ _early_commit(struct txn_batch *b)
 
 /* ------------------------------------------------------------- reading */
 
+/*
+ * The stored bytes of items (stats "bytes"): a change's size minus what
+ * it replaces, the latter read just before it is staged. Every caller
+ * reads and then stages through the same key pointer, which is how the
+ * two are matched; a stage without its read is not counted.
+ */
+static void
+_note_read(struct txn_batch *b, const char *key, size_t nkey,
+           const struct txn_current *cur)
+{
+    b->read_bytes = cur->found && cur->meta.kind == RECORD_VALUE
+                        ? (int64_t)(nkey + cur->vlen)
+                        : 0;
+    b->read_key = key;
+    b->read_nkey = nkey;
+}
+
+static void
+_account(struct txn_batch *b, const char *key, size_t nkey, bool value,
+         size_t vlen)
+{
+    if (b->read_key != key || b->read_nkey != nkey) {
+        return;
+    }
+    int64_t now = value ? (int64_t)(nkey + vlen) : 0;
+    atomic_fetch_add_explicit(&b->eng->bytes, now - b->read_bytes,
+                              memory_order_relaxed);
+    b->read_key = NULL;
+}
+
 static struct txn_group *
 _group(const struct txn_batch *b, size_t i)
 {
@@ -359,6 +389,7 @@ _read_waiting(struct txn_batch *b, const char *key, size_t nkey,
                 cur->meta.cas = r.lsn; /* as _put_tombstone() stores it */
             }
             cur->found = true;
+            _note_read(b, key, nkey, cur);
             return true;
         }
     }
@@ -376,6 +407,7 @@ _read_record(struct txn_batch *b, const char *key, size_t nkey,
     enum store_status st = store_get(b->eng->store, key, nkey, b->scratch,
                                      b->scratch_cap, &cur->sv);
     if (st == STORE_NOTFOUND) {
+        _note_read(b, key, nkey, cur);
         return TXN_OK;
     }
     if (st != STORE_OK) {
@@ -387,6 +419,7 @@ _read_record(struct txn_batch *b, const char *key, size_t nkey,
         return TXN_EIO;
     }
     cur->found = true;
+    _note_read(b, key, nkey, cur);
     return TXN_OK;
 }
 
@@ -562,14 +595,19 @@ txn_stage_record(struct txn_batch *b, const char *key, size_t nkey,
 {
     uint8_t env[RECORD_HEADER_MAX];
     size_t elen = record_encode(m, env);
-    return _stage(b, LOGREC_PUT, m->sid, key, nkey, env, elen, v1, l1, v2,
-                  l2);
+    enum txn_status st = _stage(b, LOGREC_PUT, m->sid, key, nkey, env, elen,
+                                v1, l1, v2, l2);
+    if (st == TXN_OK) {
+        _account(b, key, nkey, m->kind == RECORD_VALUE, l1 + l2);
+    }
+    return st;
 }
 
 enum txn_status
 txn_stage_remove(struct txn_batch *b, const char *key, size_t nkey)
 {
-    struct record_meta m = {RECORD_TOMBSTONE, 0, 0, 0, 0, b->eng->sid};
+    struct record_meta m = {RECORD_TOMBSTONE, 0, 0, 0, 0, b->eng->sid,
+                            false, false, false};
     m.ts = m.cas = clock_next(b->eng->clock);
     return txn_stage_record(b, key, nkey, &m, NULL, 0, NULL, 0);
 }
@@ -586,6 +624,9 @@ _put_tombstone(struct txn_engine *eng, const char *key, size_t nkey,
     t.kind = RECORD_TOMBSTONE;
     t.flags = 0;
     t.exptime = 0;
+    t.stale = false;
+    t.token = false;
+    t.binkey = false;
     t.cas = lsn != 0 ? lsn : t.ts;
     size_t elen = record_encode(&t, env);
     return store_put(eng->store, key, nkey, env, elen);
@@ -917,6 +958,9 @@ _wins(const struct txn_current *cur, const struct record_meta *in,
         t.kind = RECORD_TOMBSTONE;
         t.flags = 0;
         t.exptime = 0;
+        t.stale = false;
+        t.token = false;
+        t.binkey = false;
         t.cas = t.ts;
         *elen = record_encode(&t, env);
         *as_tombstone = true;
@@ -983,11 +1027,23 @@ txn_stage_replicated(struct txn_batch *b, const struct logrec *rec,
     }
     *applied = true;
     if (as_tombstone) {
-        return _stage(b, LOGREC_PUT, rec->sid, rec->key, rec->nkey, env, elen,
-                      NULL, 0, NULL, 0);
+        st = _stage(b, LOGREC_PUT, rec->sid, rec->key, rec->nkey, env, elen,
+                    NULL, 0, NULL, 0);
+        if (st == TXN_OK) {
+            _account(b, rec->key, rec->nkey, false, 0);
+        }
+        return st;
     }
-    return _stage(b, LOGREC_PUT, rec->sid, rec->key, rec->nkey, rec->payload,
-                  rec->plen, NULL, 0, NULL, 0);
+    st = _stage(b, LOGREC_PUT, rec->sid, rec->key, rec->nkey, rec->payload,
+                rec->plen, NULL, 0, NULL, 0);
+    struct record_meta in;
+    const uint8_t *v;
+    size_t vlen;
+    if (st == TXN_OK &&
+        record_decode(rec->payload, rec->plen, &in, &v, &vlen) == RECORD_OK) {
+        _account(b, rec->key, rec->nkey, in.kind == RECORD_VALUE, vlen);
+    }
+    return st;
 }
 
 enum txn_status
@@ -1015,6 +1071,12 @@ txn_redo(struct txn_batch *b, const struct logrec *rec, bool *applied)
     }
     clock_observe(b->eng->clock, in.ts);
     (void)_wins(&none, &in, env, &elen, &as_tombstone);
+    /* What it replaces, for stats "bytes". */
+    struct txn_current cur;
+    (void)_read_record(b, rec->key, rec->nkey, &cur);
+    txn_current_release(&cur);
+    _account(b, rec->key, rec->nkey,
+             in.kind == RECORD_VALUE && !as_tombstone, vlen);
     if (as_tombstone) {
         struct record_meta t;
         record_decode(env, elen, &t, &v, &vlen);
@@ -1049,6 +1111,7 @@ _with_record(struct txn_batch *b, const char *key, size_t nkey, uint64_t ts,
         cur.meta.ts == ts) {
         done = fn(b, key, nkey, &cur);
     }
+    b->read_key = NULL; /* fn accounted for what it did */
     txn_current_release(&cur);
     pthread_mutex_unlock(&b->eng->stripes[stripe]);
     return done;
@@ -1062,6 +1125,8 @@ _retire(struct txn_batch *b, const char *key, size_t nkey,
     if (cur->meta.kind != RECORD_VALUE) {
         return false;
     }
+    atomic_fetch_sub_explicit(&eng->bytes, (int64_t)(nkey + cur->vlen),
+                              memory_order_relaxed);
     if (eng->keep_tombstones) {
         uint64_t lsn = 0;
         uint64_t seq;
@@ -1113,6 +1178,9 @@ _retire_logged(struct txn_batch *b, const char *key, size_t nkey,
         t.kind = RECORD_TOMBSTONE;
         t.flags = 0;
         t.exptime = 0;
+        t.stale = false;
+        t.token = false;
+        t.binkey = false;
         t.cas = t.ts;
         done = txn_stage_record(b, key, nkey, &t, NULL, 0, NULL, 0) == TXN_OK;
     }
@@ -1159,5 +1227,23 @@ txn_flush_all(struct txn_batch *b, int64_t delay_s)
     if (st != TXN_OK) {
         return st;
     }
+    b->flush_waiting = true;
+    b->flush_stamp = stamp;
+    b->flush_deadline = deadline;
     return txn_commit(b);
+}
+
+void
+txn_batch_flush_state(struct txn_batch *b, struct expiry_flush *out)
+{
+    txn_flush_state(b->eng, out);
+    if (!b->flush_waiting) {
+        return;
+    }
+    if (b->waiting == 0) {
+        b->flush_waiting = false; /* applied: the engine's state has it */
+        return;
+    }
+    /* Folding it in again once applied changes nothing. */
+    (void)expiry_flush_apply(out, b->flush_stamp, b->flush_deadline);
 }

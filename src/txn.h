@@ -101,6 +101,7 @@ struct txn_engine {
     _Atomic uint64_t flush_pending_us;
     _Atomic uint64_t flush_pending_stamp;
     _Atomic bool failed;     /* a write failed; refuse further writes */
+    _Atomic int64_t bytes;   /* keys and values of stored items (stats) */
     _Atomic uint64_t enospc_until_ms; /* refuse writes until then */
 };
 
@@ -146,6 +147,12 @@ struct txn_batch {
     size_t head;
     size_t waiting;
     uint64_t applied_lsn;       /* groups up to here are applied (T8) */
+    bool flush_waiting;         /* a flush_all of this batch may wait */
+    uint64_t flush_stamp;       /* ...stamped so */
+    uint64_t flush_deadline;
+    int64_t read_bytes;         /* the item last read, for stats bytes */
+    const char *read_key;       /* ...and its key; NULL once used */
+    size_t read_nkey;
     uint8_t *scratch;           /* buffer for reads */
     size_t scratch_cap;
     void *owner;                /* attached to changes staged from now on */
@@ -324,6 +331,14 @@ enum txn_status txn_flush_all(struct txn_batch *b, int64_t delay_s);
 
 /* Copies the current flush state. */
 void txn_flush_state(struct txn_engine *eng, struct expiry_flush *out);
+
+/*
+ * The flush state as this batch's own reads see it: the engine's, plus a
+ * flush_all this batch logged that still waits for durability (T8 keeps
+ * it from other batches until then), so that a pipelined "flush_all
+ * noreply" hides what it flushed from the same client's next get.
+ */
+void txn_batch_flush_state(struct txn_batch *b, struct expiry_flush *out);
 
 /*
  * Folds a pending flush whose deadline has passed into the applied point

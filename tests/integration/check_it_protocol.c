@@ -263,7 +263,7 @@ START_TEST(test_connection_limit)
     }
     int extra = kc_connect(k.port);
     ck_assert_int_ge(extra, 0);
-    ck_assert(kc_check(extra, NULL, "SERVER_ERROR too many open connections\r\n"));
+    ck_assert(kc_check(extra, NULL, "ERROR Too many open connections\r\n"));
     ck_assert(kc_wait_closed(extra, 2000));
     close(extra);
     /* Existing clients are unaffected. */

@@ -39,7 +39,9 @@ static void
 _put(TCHDB *hdb, const char *key, size_t vlen)
 {
     static uint8_t buf[70000];
-    struct record_meta m = {RECORD_VALUE, 7, 0, 11, 11, 1};
+    struct record_meta m = {
+        .kind = RECORD_VALUE, .flags = 7, .exptime = 0, .cas = 11, .ts = 11,
+        .sid = 1};
     size_t elen = record_encode(&m, buf);
     memset(buf + elen, 'v', vlen);
     /* A file without kura's header area seals with salt 0. */

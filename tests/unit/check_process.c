@@ -9,7 +9,9 @@
 
 #include "process.h"
 #include "proto.h"
+#include "proto_bin.h"
 #include "record.h"
+#include "snapshot.h"
 #include "settings.h"
 #include "store.h"
 #include "txn.h"
@@ -24,6 +26,9 @@ static struct txn_batch batch;
 static struct stats_counters counters;
 static struct process_env env;
 static struct process_ctx ctx;
+static struct process_session sess;
+static struct access_table access;
+static struct auth auth;
 static int verbosity_seen = -1;
 static int resets;
 
@@ -70,8 +75,11 @@ _setup_with(const char *const *argv)
                      0);
     ck_assert_int_eq(txn_batch_init(&batch, &eng, 4096), 0);
     memset(&counters, 0, sizeof(counters));
-    env = (struct process_env){&eng, &settings, _snapshot, _reset,
-                               _verbosity, NULL};
+    ck_assert_int_eq(access_init(&access, 10), 0);
+    memset(&auth, 0, sizeof(auth));
+    memset(&sess, 0, sizeof(sess));
+    env = (struct process_env){&eng,       &settings, _snapshot, _reset,
+                               _verbosity, NULL,      &auth,     &access};
     ctx = (struct process_ctx){&env, &batch, &counters};
 }
 
@@ -88,51 +96,68 @@ _teardown(void)
     txn_batch_deinit(&batch);
     txn_engine_deinit(&eng);
     store_close(store);
+    access_deinit(&access);
+    auth_free(&auth);
 }
 
 /*
  * Runs `in` like a connection would: parse, process, commit at the end.
  * Returns the replies.
  */
-static const char *
-_exec(const char *in)
+static struct buf exec_out;
+
+/* Runs `len` bytes like a connection would (binary if the first byte is
+ * the binary magic): parse, process, commit at the end. Returns the
+ * output buffer. */
+static struct buf *
+_exec_bytes(const char *in, size_t len)
 {
-    static struct buf out;
-    static char reply[1 << 16];
     struct proto_parser p;
     struct proto_limits limits = {2048, 65536, settings.item_max};
-    size_t len = strlen(in);
+    bool binary = len > 0 && (unsigned char)in[0] == PROTO_BIN_REQUEST;
     size_t off = 0;
 
-    buf_reset(&out);
+    buf_reset(&exec_out);
     proto_parser_init(&p, &limits);
     while (off < len) {
         struct proto_request req;
         size_t consumed;
         size_t cursor = 0;
-        enum proto_status st = proto_parse(&p, in + off, len - off, &consumed,
-                                           &req);
+        enum proto_status st =
+            binary ? proto_bin_parse(&p, in + off, len - off, &consumed, &req)
+                   : proto_parse(&p, in + off, len - off, &consumed, &req);
         if (st == PROTO_EUNFIN) {
             break;
         }
+        enum process_result r;
         if (st == PROTO_OK) {
-            enum process_result r;
             do {
-                r = process_request(&ctx, &req, &cursor, &out, 1 << 20);
+                r = process_request(&ctx, &sess, &req, &cursor, &exec_out,
+                                    1 << 20);
             } while (r == PROCESS_MORE);
-            if (r == PROCESS_CLOSE) {
-                buf_append(&out, "<closed>", 8, SIZE_MAX);
-            }
         } else {
-            process_error(&ctx, &p, &req, &out);
+            r = process_error(&ctx, &sess, &p, st, &req, &exec_out);
         }
         off += consumed;
+        if (r == PROCESS_CLOSE) {
+            buf_append(&exec_out, "<closed>", 8, SIZE_MAX);
+            break;
+        }
     }
     ck_assert_int_eq(txn_commit(&batch), TXN_OK);
-    size_t n = buf_len(&out) < sizeof(reply) - 1 ? buf_len(&out)
-                                                 : sizeof(reply) - 1;
+    return &exec_out;
+}
+
+/* _exec_bytes() for text; returns the replies as a string. */
+static const char *
+_exec(const char *in)
+{
+    static char reply[1 << 16];
+    struct buf *out = _exec_bytes(in, strlen(in));
+    size_t n = buf_len(out) < sizeof(reply) - 1 ? buf_len(out)
+                                                : sizeof(reply) - 1;
     if (n > 0) {
-        memcpy(reply, buf_head(&out), n);
+        memcpy(reply, buf_head(out), n);
     }
     reply[n] = '\0';
     return reply;
@@ -399,7 +424,7 @@ START_TEST(test_multiget_resumes_at_watermark)
                      PROTO_OK);
     enum process_result r;
     do {
-        r = process_request(&ctx, &req, &cursor, &out, 250);
+        r = process_request(&ctx, &sess, &req, &cursor, &out, 250);
         ck_assert_uint_le(buf_len(&out), 250 + 120);
         buf_reset(&out); /* the client read it */
         rounds++;

@@ -27,29 +27,45 @@ _roundtrip(const struct record_meta *m, const char *value)
     ck_assert_uint_eq(out.cas, m->cas);
     ck_assert_uint_eq(out.ts, m->ts);
     ck_assert_uint_eq(out.sid, m->sid);
+    ck_assert(out.stale == m->stale);
+    ck_assert(out.token == m->token);
+    ck_assert(out.binkey == m->binkey);
     ck_assert_uint_eq(n, vlen);
     ck_assert(memcmp(v, value, vlen) == 0);
 }
 
 START_TEST(test_roundtrip)
 {
-    struct record_meta m = {RECORD_VALUE, 0, 0, 1, 1, 0};
+    struct record_meta m = {
+        .kind = RECORD_VALUE, .flags = 0, .exptime = 0, .cas = 1, .ts = 1,
+        .sid = 0};
     _roundtrip(&m, "");
     m = (struct record_meta){RECORD_VALUE, 0xffffffffu, 0xffffffffu,
-                             UINT64_MAX, 1795314340587071ULL, 0xffffffffu};
+                             UINT64_MAX, 1795314340587071ULL, 0xffffffffu,
+                             true, true, true};
     _roundtrip(&m, "1795314340");
-    m = (struct record_meta){RECORD_TOMBSTONE, 0, 0, 42, 42, 10001};
+    m = (struct record_meta){RECORD_TOMBSTONE, 0, 0, 42, 42, 10001,
+                             false, false, false};
     _roundtrip(&m, "");
-    m = (struct record_meta){RECORD_VALUE, 2, 1795314400, 7, 9, 128};
+    m = (struct record_meta){RECORD_VALUE, 2, 1795314400, 7, 9, 128,
+                             false, false, false};
     _roundtrip(&m, "a value with spaces\r\n");
+    /* the meta protocol's states, each alone */
+    m = (struct record_meta){RECORD_VALUE, 0, 0, 9, 9, 1, true, false, false};
+    _roundtrip(&m, "stale");
+    m = (struct record_meta){RECORD_VALUE, 0, 0, 9, 9, 1, false, true, false};
+    _roundtrip(&m, "token");
+    m = (struct record_meta){RECORD_VALUE, 0, 0, 9, 9, 1, false, false, true};
+    _roundtrip(&m, "binkey");
 }
 END_TEST
 
 START_TEST(test_compact_for_small_records)
 {
     /* A last-login record: flags 0, no expiry, cas == ts, small sid. */
-    struct record_meta m = {RECORD_VALUE, 0, 0, 1795314340587071ULL,
-                            1795314340587071ULL, 10001};
+    struct record_meta m = {
+        .kind = RECORD_VALUE, .flags = 0, .exptime = 0, .cas = 1795314340587071ULL, .ts = 1795314340587071ULL,
+        .sid = 10001};
     uint8_t buf[RECORD_HEADER_MAX];
     ck_assert_uint_eq(record_encode(&m, buf), 2 + 4 + 8 + 2);
 }
@@ -57,7 +73,9 @@ END_TEST
 
 START_TEST(test_corruption_detected)
 {
-    struct record_meta m = {RECORD_VALUE, 5, 100, 3, 4, 300};
+    struct record_meta m = {
+        .kind = RECORD_VALUE, .flags = 5, .exptime = 100, .cas = 3, .ts = 4,
+        .sid = 300};
     uint8_t buf[RECORD_HEADER_MAX];
     size_t h = record_encode(&m, buf);
     struct record_meta out;
@@ -86,7 +104,9 @@ END_TEST
  * key or to the salt is caught; version-1 records still decode. */
 START_TEST(test_seal)
 {
-    struct record_meta m = {RECORD_VALUE, 7, 0, 99, 98, 3};
+    struct record_meta m = {
+        .kind = RECORD_VALUE, .flags = 7, .exptime = 0, .cas = 99, .ts = 98,
+        .sid = 3};
     uint8_t buf[RECORD_HEADER_MAX + 16];
     size_t h = record_encode(&m, buf);
     memcpy(buf + h, "1795314340", 10);
@@ -124,9 +144,15 @@ END_TEST
 
 START_TEST(test_newer_rule)
 {
-    struct record_meta a = {RECORD_VALUE, 0, 0, 0, 100, 1};
-    struct record_meta b = {RECORD_VALUE, 0, 0, 0, 100, 2};
-    struct record_meta c = {RECORD_TOMBSTONE, 0, 0, 0, 101, 1};
+    struct record_meta a = {
+        .kind = RECORD_VALUE, .flags = 0, .exptime = 0, .cas = 0, .ts = 100,
+        .sid = 1};
+    struct record_meta b = {
+        .kind = RECORD_VALUE, .flags = 0, .exptime = 0, .cas = 0, .ts = 100,
+        .sid = 2};
+    struct record_meta c = {
+        .kind = RECORD_TOMBSTONE, .flags = 0, .exptime = 0, .cas = 0, .ts = 101,
+        .sid = 1};
 
     /* Higher (ts, sid) wins; the rule is a total order, so both servers
      * pick the same winner whatever order changes arrive in. */

@@ -42,7 +42,9 @@ START_TEST(test_record_frame_checks_the_record)
     uint8_t buf[256];
     uint8_t rec[200];
     struct repl_frame f;
-    struct record_meta m = {RECORD_VALUE, 0, 0, 1, 1, 3};
+    struct record_meta m = {
+        .kind = RECORD_VALUE, .flags = 0, .exptime = 0, .cas = 1, .ts = 1,
+        .sid = 3};
     uint8_t env[RECORD_HEADER_MAX];
     size_t elen = record_encode(&m, env);
     uint8_t *p = logrec_begin(rec, LOGREC_PUT, 3, "k", 1, elen + 2);

@@ -46,7 +46,9 @@ _teardown(void)
 static size_t
 _record(uint8_t *buf, uint64_t ts, const char *value)
 {
-    struct record_meta m = {RECORD_VALUE, 0, 0, ts, ts, 1};
+    struct record_meta m = {
+        .kind = RECORD_VALUE, .flags = 0, .exptime = 0, .cas = ts, .ts = ts,
+        .sid = 1};
     size_t n = record_encode(&m, buf);
     memcpy(buf + n, value, strlen(value));
     return n + strlen(value);
@@ -323,7 +325,9 @@ START_TEST(test_record_forged_inside_a_value_is_refused)
     struct store *s = store_open(&spec, NULL, NULL, err, sizeof(err));
     ck_assert_ptr_nonnull(s);
     uint8_t buf[600];
-    struct record_meta m = {RECORD_VALUE, 0, 0, 9, 9, 1};
+    struct record_meta m = {
+        .kind = RECORD_VALUE, .flags = 0, .exptime = 0, .cas = 9, .ts = 9,
+        .sid = 1};
     size_t hl = record_encode(&m, buf);
     memcpy(buf + hl, value, vlen);
     ck_assert_int_eq(store_put(s, "evil", 4, buf, hl + vlen), STORE_OK);

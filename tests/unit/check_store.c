@@ -52,7 +52,9 @@ static void
 _put(struct store *s, const char *key, const char *value)
 {
     uint8_t buf[256];
-    struct record_meta m = {RECORD_VALUE, 0, 0, 7, 7, 1};
+    struct record_meta m = {
+        .kind = RECORD_VALUE, .flags = 0, .exptime = 0, .cas = 7, .ts = 7,
+        .sid = 1};
     size_t n = record_encode(&m, buf);
     memcpy(buf + n, value, strlen(value));
     ck_assert_int_eq(store_put(s, key, strlen(key), buf, n + strlen(value)),

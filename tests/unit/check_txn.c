@@ -61,7 +61,9 @@ static void
 _put(struct txn_batch *b, const char *key, const char *value)
 {
     struct txn_current cur;
-    struct record_meta m = {RECORD_VALUE, 0, 0, 0, 0, 1};
+    struct record_meta m = {
+        .kind = RECORD_VALUE, .flags = 0, .exptime = 0, .cas = 0, .ts = 0,
+        .sid = 1};
     ck_assert_int_eq(txn_begin_key(b, key, strlen(key), &cur), TXN_OK);
     txn_current_release(&cur);
     m.ts = m.cas = clock_next(&clk);
@@ -195,7 +197,9 @@ _incrementer(void *arg)
         txn_current_release(&cur);
         char val[32];
         snprintf(val, sizeof(val), "%ld", n + 1);
-        struct record_meta m = {RECORD_VALUE, 0, 0, 0, 0, 1};
+        struct record_meta m = {
+        .kind = RECORD_VALUE, .flags = 0, .exptime = 0, .cas = 0, .ts = 0,
+        .sid = 1};
         m.ts = m.cas = clock_next(&clk);
         txn_stage_record(&b, key, strlen(key), &m, val, strlen(val), NULL, 0);
         /* Commit at random points, holding several stripes in between. */
@@ -299,7 +303,8 @@ static struct logrec
 _remote(uint8_t *buf, const char *key, const char *value, uint64_t ts,
         uint32_t sid, enum record_kind kind, uint32_t exptime)
 {
-    struct record_meta m = {kind, 0, exptime, ts, ts, sid};
+    struct record_meta m = {.kind = kind, .exptime = exptime, .cas = ts,
+                            .ts = ts, .sid = sid};
     uint8_t env[RECORD_HEADER_MAX];
     size_t elen = record_encode(&m, env);
     size_t vlen = value != NULL ? strlen(value) : 0;

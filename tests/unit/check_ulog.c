@@ -83,7 +83,9 @@ _open(uint64_t segment_max, uint32_t keep, struct ulog_recovery *rec)
 static size_t
 _record(uint8_t *out, const char *key, const char *value)
 {
-    struct record_meta m = {RECORD_VALUE, 0, 0, 5, 5, 1};
+    struct record_meta m = {
+        .kind = RECORD_VALUE, .flags = 0, .exptime = 0, .cas = 5, .ts = 5,
+        .sid = 1};
     uint8_t env[RECORD_HEADER_MAX];
     size_t elen = record_encode(&m, env);
     size_t vlen = strlen(value);

@@ -1,0 +1,91 @@
+/*
+ * process_internal: what process.c shares with process_meta.c and
+ * process_stats.c, and nothing else.
+ *
+ * Visibility rule, applied by every command: a key is present only if its
+ * record is a value (not a tombstone), its exptime has not passed and no
+ * flush_all has invalidated it. Anything else counts as absent, exactly as
+ * an expired or flushed item does in memcached.
+ */
+#ifndef KURA_PROCESS_INTERNAL_H
+#define KURA_PROCESS_INTERNAL_H
+
+#include "expiry.h"
+#include "process.h"
+#include "reply.h"
+
+/* Per-request view of the clock and the flush state. */
+struct now {
+    int64_t s;
+    uint64_t us;
+    struct expiry_flush flush;
+};
+
+enum visibility {
+    VISIBLE,
+    ABSENT,  /* no record, or a tombstone */
+    EXPIRED, /* exptime passed */
+    FLUSHED, /* invalidated by flush_all */
+};
+
+void process_now(struct process_ctx *ctx, struct now *n);
+
+enum visibility process_visibility(const struct txn_current *cur,
+                                   const struct now *n);
+
+/* PROCESS_DONE if `ok`, else PROCESS_FATAL (the reply did not fit). */
+enum process_result process_result_of(bool ok);
+
+/* Answers a failed txn call with the matching server error. */
+enum process_result process_txn_error(struct process_ctx *ctx,
+                                      const struct proto_request *req,
+                                      struct buf *out, enum txn_status st);
+
+/* Fills the envelope of a new local write. */
+void process_new_meta(struct process_ctx *ctx, struct record_meta *m,
+                      uint32_t flags, uint32_t exptime);
+
+/* Seconds left before `m` expires at `n`, or -1 for never. */
+int64_t process_ttl(const struct record_meta *m, const struct now *n);
+
+/* Fills a reply item from a record of `key`. */
+void process_item(struct reply_item *it, const char *key, size_t nkey,
+                  const struct txn_current *cur, const struct now *n);
+
+/*
+ * Fills what the meta h and l flags report of a visible item (the time of
+ * its last write stands in when the access table lost the key) and, if
+ * `bump`, notes this read in the table.
+ */
+void process_note_read(struct process_ctx *ctx, struct reply_item *it,
+                       const struct txn_current *cur, const struct now *n,
+                       bool bump);
+
+/* Notes a write of `key` in the access table. */
+void process_note_write(struct process_ctx *ctx, const char *key,
+                        size_t nkey, const struct now *n);
+
+/*
+ * Reads a stored value as memcached's incr does (strtoull): see
+ * process.c. Returns false if it is not a number.
+ */
+bool process_parse_counter(const uint8_t *v, size_t len, uint64_t *out);
+
+/* Stages the decimal `value` for `key` with envelope `m`, padded with
+ * spaces to `old_len` as memcached rewrites numbers in place. */
+enum txn_status process_stage_counter(struct process_ctx *ctx,
+                                      const struct proto_request *req,
+                                      struct record_meta *m, uint64_t value,
+                                      size_t old_len);
+
+/* The meta commands (process_meta.c). */
+enum process_result process_meta(struct process_ctx *ctx,
+                                 const struct proto_request *req,
+                                 struct buf *out);
+
+/* stats [args] in the request's protocol (process_stats.c). */
+enum process_result process_stats(struct process_ctx *ctx,
+                                  const struct proto_request *req,
+                                  struct buf *out);
+
+#endif

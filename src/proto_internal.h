@@ -1,0 +1,51 @@
+/*
+ * proto_internal: what the text parser shares with the meta flags parser
+ * (proto_text.c, proto_meta.c) and nothing else.
+ */
+#ifndef KURA_PROTO_INTERNAL_H
+#define KURA_PROTO_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+struct token {
+    const char *s;
+    size_t len;
+};
+
+/*
+ * Number readers with memcached's safe_strto*() semantics: an optional '+'
+ * (or '-' where signed), decimal digits, 64-bit range. The 32-bit readers
+ * then truncate the way memcached's casts do.
+ */
+bool proto_read_u64(const struct token *t, uint64_t *out);
+bool proto_read_u32(const struct token *t, uint32_t *out);
+bool proto_read_i32(const struct token *t, int64_t *out);
+
+/*
+ * Splits `line` into at most `max` tokens. If more text follows the last
+ * token, `*rest` points at it, else NULL. Returns the number of tokens.
+ */
+size_t proto_tokenize(const char *line, size_t len, struct token *tok,
+                      size_t max, const char **rest);
+
+/* Records error `err` in `p` and returns PROTO_EREQ or PROTO_ECLOSE. */
+enum proto_status proto_fail(struct proto_parser *p, enum proto_error err,
+                             bool noreply);
+
+/*
+ * Parses a meta command line (mg, ms, md, ma, me, mn) of `line_len` bytes
+ * at the start of `buf` (`len` bytes buffered, `hdr` the line with its
+ * end), like proto_parse(): sets `*consumed`, returns PROTO_OK with
+ * `req` filled, PROTO_EUNFIN for an ms whose data block is incomplete,
+ * or a failure.
+ */
+enum proto_status proto_meta_parse(struct proto_parser *p,
+                                   struct proto_request *req, const char *buf,
+                                   size_t len, size_t line_len, size_t hdr,
+                                   size_t *consumed);
+
+#endif

@@ -1,0 +1,42 @@
+/*
+ * snapshot: the server-wide figures `stats` reports beyond the workers'
+ * counters (stats.h): connections, the update log, replication. Filled by
+ * server.c, read by process_stats.c; kept apart so that the counters stay
+ * a leaf module and the request path does not depend on replication.
+ */
+#ifndef KURA_SNAPSHOT_H
+#define KURA_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "repl_master.h"
+#include "repl_slave.h"
+#include "stats.h"
+#include "ulog.h"
+
+/* Figures gathered from the whole server for the `stats` command. */
+struct stats_snapshot {
+    uint64_t counters[STATS_COUNT]; /* summed over workers */
+    int64_t started_s;              /* unix time the server started */
+    uint32_t max_connections; /* effective connection limit */
+    uint64_t curr_connections;
+    uint64_t total_connections;
+    uint64_t rejected_connections;
+    uint64_t listen_disabled_num;
+    uint64_t listen_disabled_us;
+    bool accepting_conns;
+    int threads;
+    uint32_t verbosity;     /* as last set by "verbosity" */
+    uint64_t commits;       /* group commits */
+    uint64_t early_commits; /* commits forced before the end of a pass */
+    uint64_t tombstones_dropped;
+    bool has_ulog;
+    struct ulog_stats ulog;
+    bool has_master;        /* this server follows -mhost */
+    struct repl_slave_stats master;
+    int npeers;             /* peers that pull from this server */
+    struct repl_peer_stats peers[REPL_MAX_PEERS];
+};
+
+#endif
