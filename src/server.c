@@ -444,9 +444,6 @@ _start_workers(struct server *srv, char *err, size_t errlen)
     srv->penv.reset = _reset;
     srv->penv.set_verbosity = _set_verbosity;
     srv->penv.arg = srv;
-    if (auth_load(&srv->clients, s->auth_path, err, errlen) != 0) {
-        return -1;
-    }
     srv->penv.auth = &srv->clients;
     if (access_init(&srv->access, SERVER_ACCESS_BITS) != 0) {
         snprintf(err, errlen, "out of memory");
@@ -510,6 +507,10 @@ _start(struct server *srv, char *err, size_t errlen)
                  "from %u to %u (raise the hard limit, ulimit -Hn, to allow "
                  "more)",
                  (unsigned long long)got, s->maxconn, srv->maxconn);
+    }
+    /* Before the database: a bad password file changes nothing. */
+    if (auth_load(&srv->clients, s->auth_path, err, errlen) != 0) {
+        return -1;
     }
     if (_open_storage(srv, err, errlen) != 0) {
         return -1;
