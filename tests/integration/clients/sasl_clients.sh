@@ -1,6 +1,7 @@
 #!/bin/sh
 # The binary-protocol clients with SASL PLAIN against a kurad started with
-# -auth: pylibmc, Dalli, PHP memcached and libmemcached's tools, each
+# -auth: pylibmc, python-binary-memcached, Dalli, PHP memcached and
+# libmemcached's tools, each
 # running its usual checks after authenticating.
 #
 #   sasl_clients.sh
@@ -37,6 +38,7 @@ run() {  # NAME COMMAND...
 }
 
 run pylibmc /usr/bin/python3 "$here/pylibmc_binary_test.py" --mode binary
+run bmemcached /usr/bin/python3 "$here/bmemcached_test.py"
 run dalli /usr/bin/ruby "$here/dalli_binary_test.rb"
 run php-memcached /usr/bin/php "$here/php_memcached_test.php" --mode binary
 run libmemcached-tools /bin/sh "$here/memcached_tools_binary.sh" --mode binary
