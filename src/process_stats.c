@@ -31,8 +31,10 @@ _stats_replication(const struct stats_snapshot *snap,
     uint64_t now_us = util_now_us();
 
     if (snap->has_ulog) {
-        ok = ok && reply_stat(out, req, "kura_ulog_segments", "%u", u->segments);
-        ok = ok && reply_stat(out, req, "kura_ulog_bytes", "%" PRIu64, u->bytes);
+        ok = ok && reply_stat(out, req, "kura_ulog_segments", "%u",
+                              u->segments);
+        ok = ok && reply_stat(out, req, "kura_ulog_bytes", "%" PRIu64,
+                              u->bytes);
         ok = ok && reply_stat(out, req, "kura_ulog_last_lsn", "%" PRIu64,
                               u->last_lsn);
         ok = ok && reply_stat(out, req, "kura_ulog_last_seq", "%" PRIu64,
@@ -47,16 +49,18 @@ _stats_replication(const struct stats_snapshot *snap,
                               u->appends);
         ok = ok && reply_stat(out, req, "kura_ulog_records", "%" PRIu64,
                               u->records);
-        ok = ok && reply_stat(out, req, "kura_ulog_syncs", "%" PRIu64, u->syncs);
+        ok = ok && reply_stat(out, req, "kura_ulog_syncs", "%" PRIu64,
+                              u->syncs);
         ok = ok && reply_stat(out, req, "kura_ulog_sync_us", "%" PRIu64,
                               u->sync_us);
         ok = ok && reply_stat(out, req, "kura_ulog_checkpoints", "%" PRIu64,
                               u->checkpoints);
-        ok = ok && reply_stat(out, req, "kura_ulog_segments_removed", "%" PRIu64,
-                              u->purged);
+        ok = ok && reply_stat(out, req, "kura_ulog_segments_removed",
+                              "%" PRIu64, u->purged);
         ok = ok && reply_stat(out, req, "kura_ulog_prepared_bytes", "%" PRIu64,
                               u->prepared_ahead);
-        ok = ok && reply_stat(out, req, "kura_ulog_failed", "%d", u->failed ? 1 : 0);
+        ok = ok && reply_stat(out, req, "kura_ulog_failed", "%d",
+                              u->failed ? 1 : 0);
     }
     if (snap->has_master) {
         const struct repl_slave_stats *m = &snap->master;
@@ -66,26 +70,26 @@ _stats_replication(const struct stats_snapshot *snap,
                               m->master_sid);
         ok = ok && reply_stat(out, req, "kura_repl_master_lag_seconds", "%.3f",
                               m->lag_seconds);
-        ok = ok && reply_stat(out, req, "kura_repl_master_lag_records", "%" PRIu64,
-                              m->lag_records);
-        ok = ok && reply_stat(out, req, "kura_repl_master_applied_lsn", "%" PRIu64,
-                              m->applied_lsn);
+        ok = ok && reply_stat(out, req, "kura_repl_master_lag_records",
+                              "%" PRIu64, m->lag_records);
+        ok = ok && reply_stat(out, req, "kura_repl_master_applied_lsn",
+                              "%" PRIu64, m->applied_lsn);
         ok = ok && reply_stat(out, req, "kura_repl_master_log_lsn", "%" PRIu64,
                               m->master_lsn);
-        ok = ok && reply_stat(out, req, "kura_repl_master_received", "%" PRIu64,
-                              m->received);
+        ok = ok && reply_stat(out, req, "kura_repl_master_received",
+                              "%" PRIu64, m->received);
         ok = ok && reply_stat(out, req, "kura_repl_master_applied", "%" PRIu64,
                               m->applied);
         ok = ok && reply_stat(out, req, "kura_repl_master_resyncs", "%" PRIu64,
                               m->resyncs);
-        ok = ok && reply_stat(out, req, "kura_repl_master_connects", "%" PRIu64,
-                              m->connects);
-        ok = ok && reply_stat(out, req, "kura_repl_master_delay_p50_us", "%" PRIu64,
-                              m->delay_p50_us);
-        ok = ok && reply_stat(out, req, "kura_repl_master_delay_p99_us", "%" PRIu64,
-                              m->delay_p99_us);
-        ok = ok && reply_stat(out, req, "kura_repl_master_delay_max_us", "%" PRIu64,
-                              m->delay_max_us);
+        ok = ok && reply_stat(out, req, "kura_repl_master_connects",
+                              "%" PRIu64, m->connects);
+        ok = ok && reply_stat(out, req, "kura_repl_master_delay_p50_us",
+                              "%" PRIu64, m->delay_p50_us);
+        ok = ok && reply_stat(out, req, "kura_repl_master_delay_p99_us",
+                              "%" PRIu64, m->delay_p99_us);
+        ok = ok && reply_stat(out, req, "kura_repl_master_delay_max_us",
+                              "%" PRIu64, m->delay_max_us);
     }
     ok = ok && reply_stat(out, req, "kura_repl_peers", "%d", snap->npeers);
     for (int i = 0; ok && i < snap->npeers; i++) {
@@ -115,7 +119,8 @@ static bool
 _counter(struct buf *out, const struct proto_request *req,
          const struct stats_snapshot *snap, enum stats_counter id)
 {
-    return reply_stat(out, req, stats_name(id), "%" PRIu64, snap->counters[id]);
+    return reply_stat(out, req, stats_name(id), "%" PRIu64,
+                      snap->counters[id]);
 }
 
 static uint64_t
@@ -153,11 +158,13 @@ _stats_general(struct process_ctx *ctx, const struct proto_request *req,
     struct store *store = env->eng->store;
 
     ok = ok && reply_stat(out, req, "pid", "%ld", (long)getpid());
-    ok = ok && reply_stat(out, req, "uptime", "%" PRId64, now - snap.started_s);
+    ok = ok && reply_stat(out, req, "uptime", "%" PRId64,
+                          now - snap.started_s);
     ok = ok && reply_stat(out, req, "time", "%" PRId64, now);
     ok = ok && reply_stat(out, req, "version", "%s-kura-%s",
                           REPLY_MEMCACHED_COMPAT, PACKAGE_VERSION);
-    ok = ok && reply_stat(out, req, "pointer_size", "%d", (int)(8 * sizeof(void *)));
+    ok = ok && reply_stat(out, req, "pointer_size", "%d",
+                          (int)(8 * sizeof(void *)));
     ok = ok && reply_stat(out, req, "rusage_user", "%ld.%06ld",
                           (long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec);
     ok = ok && reply_stat(out, req, "rusage_system", "%ld.%06ld",
@@ -200,7 +207,8 @@ _stats_general(struct process_ctx *ctx, const struct proto_request *req,
         ok = ok && _counter(out, req, &snap, STATS_IDLE_KICKS);
     }
     ok = ok && reply_stat(out, req, "bytes", "%" PRIu64, _item_bytes(env));
-    ok = ok && reply_stat(out, req, "curr_items", "%" PRIu64, store_rnum(store));
+    ok = ok && reply_stat(out, req, "curr_items", "%" PRIu64,
+                          store_rnum(store));
     ok = ok && _counter(out, req, &snap, STATS_TOTAL_ITEMS);
     ok = ok && reply_stat(out, req, "evictions", "0");
     ok = ok && _counter(out, req, &snap, STATS_RECLAIMED);
@@ -217,7 +225,8 @@ _stats_general(struct process_ctx *ctx, const struct proto_request *req,
                           store_rnum(store));
     ok = ok && reply_stat(out, req, "kura_db_file_size", "%" PRIu64,
                           store_fsiz(store));
-    ok = ok && reply_stat(out, req, "kura_db_bnum", "%" PRIu64, store_bnum(store));
+    ok = ok && reply_stat(out, req, "kura_db_bnum", "%" PRIu64,
+                          store_bnum(store));
     ok = ok && reply_stat(out, req, "kura_db_over_bnum", "%d",
                           store_over_bnum(store) ? 1 : 0);
     uint64_t damage_at = 0;
@@ -225,7 +234,8 @@ _stats_general(struct process_ctx *ctx, const struct proto_request *req,
     ok = ok && reply_stat(out, req, "kura_db_damage_seen", "%" PRIu64, damage);
     ok = ok && reply_stat(out, req, "kura_db_damage_offset", "%" PRIu64,
                           damage_at);
-    ok = ok && reply_stat(out, req, "kura_group_commits", "%" PRIu64, snap.commits);
+    ok = ok && reply_stat(out, req, "kura_group_commits", "%" PRIu64,
+                          snap.commits);
     ok = ok && reply_stat(out, req, "kura_early_commits", "%" PRIu64,
                           snap.early_commits);
     ok = ok && reply_stat(out, req, "kura_writable", "%d",
@@ -269,7 +279,8 @@ _stats_settings(struct process_ctx *ctx, const struct proto_request *req,
     ok = ok && reply_stat(out, req, "idle_timeout", "%d", s->tout);
     ok = ok && reply_stat(out, req, "cas_enabled", "yes");
     ok = ok && reply_stat(out, req, "binding_protocol", "auto-negotiate");
-    ok = ok && reply_stat(out, req, "auth_enabled_sasl", "%s", auth ? "yes" : "no");
+    ok = ok && reply_stat(out, req, "auth_enabled_sasl", "%s",
+                          auth ? "yes" : "no");
     ok = ok && reply_stat(out, req, "auth_enabled_ascii", "%s",
                           auth ? "yes" : "no");
     ok = ok && reply_stat(out, req, "shutdown_command", "no");
@@ -506,7 +517,8 @@ process_stats(struct process_ctx *ctx, const struct proto_request *req,
             _stats_cachedump(ctx, out, cls, limit));
     }
     if (req->kind == PROTO_KIND_BINARY) {
-        return process_result_of(reply_result(out, req, REPLY_NOT_FOUND, NULL));
+        return process_result_of(
+            reply_result(out, req, REPLY_NOT_FOUND, NULL));
     }
     return process_result_of(reply_text_code(out, REPLY_ERROR));
 }

@@ -64,9 +64,13 @@ _info(uint8_t op)
     case PROTO_BIN_SET:
     case PROTO_BIN_ADD:
     case PROTO_BIN_REPLACE:
-        i.cmd = op == PROTO_BIN_SET || op == PROTO_BIN_SETQ ? PROTO_CMD_SET
-                : op == PROTO_BIN_ADD || op == PROTO_BIN_ADDQ ? PROTO_CMD_ADD
-                                                              : PROTO_CMD_REPLACE;
+        if (op == PROTO_BIN_SET || op == PROTO_BIN_SETQ) {
+            i.cmd = PROTO_CMD_SET;
+        } else if (op == PROTO_BIN_ADD || op == PROTO_BIN_ADDQ) {
+            i.cmd = PROTO_CMD_ADD;
+        } else {
+            i.cmd = PROTO_CMD_REPLACE;
+        }
         i.extras = 8;
         i.value = true;
         break;
@@ -281,9 +285,9 @@ proto_bin_parse(struct proto_parser *p, const char *buf, size_t len,
         size_t eat = len < p->swallow ? len : (size_t)p->swallow;
         p->swallow -= eat;
         *consumed = eaten + eat;
-        req->key = nkey <= PROTO_KEY_MAX && len >= PROTO_BIN_HEADER + nextras + nkey
-                       ? buf + PROTO_BIN_HEADER + nextras
-                       : NULL;
+        bool have_key = nkey <= PROTO_KEY_MAX &&
+                        len >= PROTO_BIN_HEADER + nextras + nkey;
+        req->key = have_key ? buf + PROTO_BIN_HEADER + nextras : NULL;
         req->nkey = req->key != NULL ? nkey : 0;
         return _fail(p, PROTO_ERR_TOO_LARGE, PROTO_EREQ);
     }

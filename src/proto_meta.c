@@ -191,8 +191,10 @@ proto_meta_parse(struct proto_parser *p, struct proto_request *req,
     }
     bool ms = req->cmd == PROTO_CMD_MS;
     if (ntok < 2) {
-        return proto_fail(p, req->cmd == PROTO_CMD_ME ? PROTO_ERR_FORMAT
-                                                      : PROTO_ERR_UNKNOWN_COMMAND,
+        /* memcached: "me" alone is a bad line, the others unknown. */
+        return proto_fail(p,
+                          req->cmd == PROTO_CMD_ME ? PROTO_ERR_FORMAT
+                                                   : PROTO_ERR_UNKNOWN_COMMAND,
                           false);
     }
     if (ms && ntok < 3) {

@@ -235,7 +235,8 @@ _parse_storage(struct proto_parser *p, struct proto_request *req,
     if (!proto_key_valid(req->key, req->nkey) ||
         !proto_read_u32(&tok[2], &req->flags) ||
         !proto_read_i32(&tok[3], &req->exptime) ||
-        (req->cmd == PROTO_CMD_CAS && !proto_read_u64(&tok[5], &req->cas_unique))) {
+        (req->cmd == PROTO_CMD_CAS &&
+         !proto_read_u64(&tok[5], &req->cas_unique))) {
         err = PROTO_ERR_FORMAT;
     } else if (req->vlen > p->limits.item_max) {
         err = PROTO_ERR_TOO_LARGE;

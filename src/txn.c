@@ -8,6 +8,7 @@
  * read the old record and base a new change on it (a lost update).
  */
 #include "txn.h"
+#include "txn_internal.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -30,8 +31,8 @@
 #define TXN_WAITING_MAX 256
 #define NO_STRIPE UINT32_MAX
 
-static uint32_t
-_stripe_of(const struct txn_engine *eng, const char *key, size_t nkey)
+uint32_t
+txn_stripe_of(const struct txn_engine *eng, const char *key, size_t nkey)
 {
     return (uint32_t)(util_hash(key, nkey) & (eng->nstripes - 1));
 }
@@ -45,8 +46,8 @@ _held(const struct txn_batch *b, uint32_t stripe)
 
 /* Notes that the staged changes hold `stripe`, already locked by this
  * thread (holds[stripe] counts every group of the batch holding it). */
-static bool
-_mark_held(struct txn_batch *b, uint32_t stripe)
+bool
+txn_mark_held(struct txn_batch *b, uint32_t stripe)
 {
     if (b->nheld == b->held_cap) {
         size_t cap = b->held_cap == 0 ? 64 : b->held_cap * 2;
@@ -146,8 +147,8 @@ _store_flush_state(struct txn_engine *eng, const struct expiry_flush *f)
     return TXN_OK;
 }
 
-static enum txn_status
-_apply_flush(struct txn_engine *eng, uint64_t stamp, uint64_t deadline)
+enum txn_status
+txn_apply_flush(struct txn_engine *eng, uint64_t stamp, uint64_t deadline)
 {
     struct expiry_flush f;
     enum txn_status st = TXN_OK;
@@ -337,9 +338,9 @@ _note_read(struct txn_batch *b, const char *key, size_t nkey,
     b->read_nkey = nkey;
 }
 
-static void
-_account(struct txn_batch *b, const char *key, size_t nkey, bool value,
-         size_t vlen)
+void
+txn_account_bytes(struct txn_batch *b, const char *key, size_t nkey,
+                  bool value, size_t vlen)
 {
     if (b->read_key != key || b->read_nkey != nkey) {
         return;
@@ -386,7 +387,7 @@ _read_waiting(struct txn_batch *b, const char *key, size_t nkey,
             }
             if (cur->meta.kind == RECORD_TOMBSTONE &&
                 b->eng->keep_tombstones) {
-                cur->meta.cas = r.lsn; /* as _put_tombstone() stores it */
+                cur->meta.cas = r.lsn; /* as txn_put_tombstone() stores it */
             }
             cur->found = true;
             _note_read(b, key, nkey, cur);
@@ -396,12 +397,12 @@ _read_waiting(struct txn_batch *b, const char *key, size_t nkey,
     return false;
 }
 
-static enum txn_status
-_read_record(struct txn_batch *b, const char *key, size_t nkey,
-             struct txn_current *cur)
+enum txn_status
+txn_read_record(struct txn_batch *b, const char *key, size_t nkey,
+                struct txn_current *cur)
 {
     memset(cur, 0, sizeof(*cur));
-    if (_read_waiting(b, key, nkey, _stripe_of(b->eng, key, nkey), cur)) {
+    if (_read_waiting(b, key, nkey, txn_stripe_of(b->eng, key, nkey), cur)) {
         return TXN_OK;
     }
     enum store_status st = store_get(b->eng->store, key, nkey, b->scratch,
@@ -427,14 +428,14 @@ enum txn_status
 txn_read(struct txn_batch *b, const char *key, size_t nkey,
          struct txn_current *cur)
 {
-    if (_held(b, _stripe_of(b->eng, key, nkey))) {
+    if (_held(b, txn_stripe_of(b->eng, key, nkey))) {
         _early_commit(b);
     }
-    return _read_record(b, key, nkey, cur);
+    return txn_read_record(b, key, nkey, cur);
 }
 
-static enum txn_status
-_writable(struct txn_engine *eng)
+enum txn_status
+txn_writable(struct txn_engine *eng)
 {
     if (atomic_load_explicit(&eng->failed, memory_order_relaxed)) {
         return TXN_EREADONLY;
@@ -452,11 +453,11 @@ txn_begin_key(struct txn_batch *b, const char *key, size_t nkey,
               struct txn_current *cur)
 {
     memset(cur, 0, sizeof(*cur));
-    enum txn_status st = _writable(b->eng);
+    enum txn_status st = txn_writable(b->eng);
     if (st != TXN_OK) {
         return st;
     }
-    uint32_t stripe = _stripe_of(b->eng, key, nkey);
+    uint32_t stripe = txn_stripe_of(b->eng, key, nkey);
     if (_held(b, stripe)) {
         _early_commit(b); /* T5 */
     }
@@ -472,13 +473,13 @@ txn_begin_key(struct txn_batch *b, const char *key, size_t nkey,
             pthread_mutex_lock(m);
         }
     }
-    if (!_mark_held(b, stripe)) {
+    if (!txn_mark_held(b, stripe)) {
         if (b->holds[stripe] == 0) {
             pthread_mutex_unlock(&b->eng->stripes[stripe]);
         }
         return TXN_ENOMEM;
     }
-    return _read_record(b, key, nkey, cur);
+    return txn_read_record(b, key, nkey, cur);
 }
 
 void
@@ -539,10 +540,10 @@ _release_space(struct txn_batch *b)
     b->space_used = 0;
 }
 
-static enum txn_status
-_stage(struct txn_batch *b, enum logrec_op op, uint32_t sid, const char *key,
-       size_t nkey, const void *p1, size_t l1, const void *p2, size_t l2,
-       const void *p3, size_t l3)
+enum txn_status
+txn_stage_raw(struct txn_batch *b, enum logrec_op op, uint32_t sid,
+              const char *key, size_t nkey, const void *p1, size_t l1,
+              const void *p2, size_t l2, const void *p3, size_t l3)
 {
     size_t plen = l1 + l2 + l3;
     size_t size = logrec_size(nkey, plen);
@@ -564,7 +565,7 @@ _stage(struct txn_batch *b, enum logrec_op op, uint32_t sid, const char *key,
         return TXN_ENOMEM;
     }
     struct txn_change *c = &b->changes[b->nchanges];
-    c->stripe = nkey > 0 ? _stripe_of(b->eng, key, nkey) : NO_STRIPE;
+    c->stripe = nkey > 0 ? txn_stripe_of(b->eng, key, nkey) : NO_STRIPE;
     c->off = b->data.wpos;
     c->owner = b->owner;
     uint8_t *p = logrec_begin((uint8_t *)buf_tail(&b->data), op, sid, key,
@@ -595,10 +596,10 @@ txn_stage_record(struct txn_batch *b, const char *key, size_t nkey,
 {
     uint8_t env[RECORD_HEADER_MAX];
     size_t elen = record_encode(m, env);
-    enum txn_status st = _stage(b, LOGREC_PUT, m->sid, key, nkey, env, elen,
-                                v1, l1, v2, l2);
+    enum txn_status st = txn_stage_raw(b, LOGREC_PUT, m->sid, key, nkey, env,
+                                       elen, v1, l1, v2, l2);
     if (st == TXN_OK) {
-        _account(b, key, nkey, m->kind == RECORD_VALUE, l1 + l2);
+        txn_account_bytes(b, key, nkey, m->kind == RECORD_VALUE, l1 + l2);
     }
     return st;
 }
@@ -615,9 +616,9 @@ txn_stage_remove(struct txn_batch *b, const char *key, size_t nkey)
 /* ------------------------------------------------------------ applying */
 
 /* Stores a tombstone for `m`; its cas records the local lsn (T6). */
-static enum store_status
-_put_tombstone(struct txn_engine *eng, const char *key, size_t nkey,
-               const struct record_meta *m, uint64_t lsn)
+enum store_status
+txn_put_tombstone(struct txn_engine *eng, const char *key, size_t nkey,
+                  const struct record_meta *m, uint64_t lsn)
 {
     uint8_t env[RECORD_HEADER_MAX];
     struct record_meta t = *m;
@@ -633,8 +634,8 @@ _put_tombstone(struct txn_engine *eng, const char *key, size_t nkey,
 }
 
 /* Applies one staged or logged record to the store. */
-static enum txn_status
-_apply(struct txn_engine *eng, const struct logrec *r)
+enum txn_status
+txn_apply_record(struct txn_engine *eng, const struct logrec *r)
 {
     if (r->op == LOGREC_FLUSH) {
         uint64_t stamp;
@@ -642,7 +643,7 @@ _apply(struct txn_engine *eng, const struct logrec *r)
         if (!logrec_flush_decode(r, &stamp, &deadline)) {
             return TXN_EIO;
         }
-        return _apply_flush(eng, stamp, deadline);
+        return txn_apply_flush(eng, stamp, deadline);
     }
     struct record_meta m;
     const uint8_t *v;
@@ -653,7 +654,7 @@ _apply(struct txn_engine *eng, const struct logrec *r)
     enum store_status st;
     if (m.kind == RECORD_TOMBSTONE) {
         if (eng->keep_tombstones) {
-            st = _put_tombstone(eng, r->key, r->nkey, &m, r->lsn);
+            st = txn_put_tombstone(eng, r->key, r->nkey, &m, r->lsn);
         } else {
             st = store_out(eng->store, r->key, r->nkey);
             st = st == STORE_NOTFOUND ? STORE_OK : st;
@@ -841,7 +842,7 @@ txn_apply_durable(struct txn_batch *b)
             struct logrec r;
             logrec_view((const uint8_t *)g->data.data + g->changes[i].off,
                         &r);
-            ok = _apply(eng, &r) == TXN_OK && ok;
+            ok = txn_apply_record(eng, &r) == TXN_OK && ok;
         }
         if (!ok) {
             /* Logged and durable, so redo at start-up applies it; but it
@@ -916,7 +917,7 @@ txn_commit(struct txn_batch *b)
     for (size_t i = 0; i < b->nchanges; i++) {
         struct logrec r;
         logrec_view((const uint8_t *)b->data.data + b->changes[i].off, &r);
-        if (_apply(eng, &r) != TXN_OK) {
+        if (txn_apply_record(eng, &r) != TXN_OK) {
             result = TXN_EIO;
         }
     }
@@ -936,279 +937,11 @@ txn_commit(struct txn_batch *b)
     return result;
 }
 
-/* ------------------------------------------------ replication and redo */
-
-/*
- * Decides whether `rec` (a PUT from a peer or the log) wins over the
- * current record; fills the envelope to store in `env`/`elen`, which is
- * the incoming one, or a tombstone for an incoming value already expired.
- */
-static bool
-_wins(const struct txn_current *cur, const struct record_meta *in,
-      uint8_t *env, size_t *elen, bool *as_tombstone)
-{
-    if (cur->found && !record_newer(in, &cur->meta)) {
-        return false;
-    }
-    *as_tombstone = false;
-    *elen = 0;
-    if (in->kind == RECORD_VALUE &&
-        expiry_expired(in->exptime, util_now_s())) {
-        struct record_meta t = *in;
-        t.kind = RECORD_TOMBSTONE;
-        t.flags = 0;
-        t.exptime = 0;
-        t.stale = false;
-        t.token = false;
-        t.binkey = false;
-        t.cas = t.ts;
-        *elen = record_encode(&t, env);
-        *as_tombstone = true;
-    }
-    return true;
-}
-
-/*
- * Whether the incoming record `rec` (a PUT from a peer or the log) wins
- * over what the store holds for its key (_wins). `lock_key` reads the
- * current record through the batch, which keeps the key's stripe until
- * commit; otherwise it is read without holding anything (redo runs
- * alone). On a win that must be stored as a tombstone, `env` (`*elen`
- * bytes) is its envelope and `*as_tombstone` is set.
- */
-static enum txn_status
-_incoming_wins(struct txn_batch *b, const struct logrec *rec, bool lock_key,
-               uint8_t env[RECORD_HEADER_MAX], size_t *elen,
-               bool *as_tombstone, bool *wins)
-{
-    struct txn_current cur;
-    struct record_meta in;
-    const uint8_t *v;
-    size_t vlen;
-
-    if (record_decode(rec->payload, rec->plen, &in, &v, &vlen) != RECORD_OK) {
-        return TXN_EIO;
-    }
-    clock_observe(b->eng->clock, in.ts);
-    enum txn_status st = lock_key
-                             ? txn_begin_key(b, rec->key, rec->nkey, &cur)
-                             : _read_record(b, rec->key, rec->nkey, &cur);
-    if (st != TXN_OK) {
-        return st;
-    }
-    *wins = _wins(&cur, &in, env, elen, as_tombstone);
-    txn_current_release(&cur);
-    return TXN_OK;
-}
-
-enum txn_status
-txn_stage_replicated(struct txn_batch *b, const struct logrec *rec,
-                     bool *applied)
-{
-    uint8_t env[RECORD_HEADER_MAX];
-    size_t elen;
-    bool as_tombstone;
-    bool wins;
-
-    *applied = false;
-    if (rec->op == LOGREC_FLUSH) {
-        enum txn_status st = _writable(b->eng);
-        if (st != TXN_OK) {
-            return st;
-        }
-        *applied = true;
-        return _stage(b, LOGREC_FLUSH, rec->sid, NULL, 0, rec->payload,
-                      rec->plen, NULL, 0, NULL, 0);
-    }
-    enum txn_status st = _incoming_wins(b, rec, true, env, &elen,
-                                        &as_tombstone, &wins);
-    if (st != TXN_OK || !wins) {
-        return st;
-    }
-    *applied = true;
-    if (as_tombstone) {
-        st = _stage(b, LOGREC_PUT, rec->sid, rec->key, rec->nkey, env, elen,
-                    NULL, 0, NULL, 0);
-        if (st == TXN_OK) {
-            _account(b, rec->key, rec->nkey, false, 0);
-        }
-        return st;
-    }
-    st = _stage(b, LOGREC_PUT, rec->sid, rec->key, rec->nkey, rec->payload,
-                rec->plen, NULL, 0, NULL, 0);
-    struct record_meta in;
-    const uint8_t *v;
-    size_t vlen;
-    if (st == TXN_OK &&
-        record_decode(rec->payload, rec->plen, &in, &v, &vlen) == RECORD_OK) {
-        _account(b, rec->key, rec->nkey, in.kind == RECORD_VALUE, vlen);
-    }
-    return st;
-}
-
-enum txn_status
-txn_redo(struct txn_batch *b, const struct logrec *rec, bool *applied)
-{
-    uint8_t env[RECORD_HEADER_MAX];
-    size_t elen;
-    bool as_tombstone;
-
-    *applied = true;
-    if (rec->op == LOGREC_FLUSH) {
-        return _apply(b->eng, rec);
-    }
-    /* D5: the log is the truth for every key it names, whatever the file
-     * holds (it may hold a torn or half-applied record). The empty
-     * current record makes _wins() take it, only turning a value that
-     * has expired since into its tombstone. */
-    struct txn_current none;
-    struct record_meta in;
-    const uint8_t *v;
-    size_t vlen;
-    memset(&none, 0, sizeof(none));
-    if (record_decode(rec->payload, rec->plen, &in, &v, &vlen) != RECORD_OK) {
-        return TXN_EIO;
-    }
-    clock_observe(b->eng->clock, in.ts);
-    (void)_wins(&none, &in, env, &elen, &as_tombstone);
-    /* What it replaces, for stats "bytes". */
-    struct txn_current cur;
-    (void)_read_record(b, rec->key, rec->nkey, &cur);
-    txn_current_release(&cur);
-    _account(b, rec->key, rec->nkey,
-             in.kind == RECORD_VALUE && !as_tombstone, vlen);
-    if (as_tombstone) {
-        struct record_meta t;
-        record_decode(env, elen, &t, &v, &vlen);
-        return _put_tombstone(b->eng, rec->key, rec->nkey, &t, rec->lsn) ==
-                       STORE_OK
-                   ? TXN_OK
-                   : TXN_EIO;
-    }
-    return _apply(b->eng, rec);
-}
-
-/* --------------------------------------------------- local retirement */
-
-/*
- * Runs `fn` on `key`'s record under its stripe if the stripe is free and
- * the record still has stamp `ts`. Never waits.
- */
-static bool
-_with_record(struct txn_batch *b, const char *key, size_t nkey, uint64_t ts,
-             bool (*fn)(struct txn_batch *, const char *, size_t,
-                        const struct txn_current *))
-{
-    uint32_t stripe = _stripe_of(b->eng, key, nkey);
-    struct txn_current cur;
-    bool done = false;
-
-    if (b->holds[stripe] > 0 ||
-        pthread_mutex_trylock(&b->eng->stripes[stripe]) != 0) {
-        return false;
-    }
-    if (_read_record(b, key, nkey, &cur) == TXN_OK && cur.found &&
-        cur.meta.ts == ts) {
-        done = fn(b, key, nkey, &cur);
-    }
-    b->read_key = NULL; /* fn accounted for what it did */
-    txn_current_release(&cur);
-    pthread_mutex_unlock(&b->eng->stripes[stripe]);
-    return done;
-}
-
-static bool
-_retire(struct txn_batch *b, const char *key, size_t nkey,
-        const struct txn_current *cur)
-{
-    struct txn_engine *eng = b->eng;
-    if (cur->meta.kind != RECORD_VALUE) {
-        return false;
-    }
-    atomic_fetch_sub_explicit(&eng->bytes, (int64_t)(nkey + cur->vlen),
-                              memory_order_relaxed);
-    if (eng->keep_tombstones) {
-        uint64_t lsn = 0;
-        uint64_t seq;
-        ulog_position(eng->ulog, &lsn, &seq);
-        return _put_tombstone(eng, key, nkey, &cur->meta, lsn) == STORE_OK;
-    }
-    return store_out(eng->store, key, nkey) == STORE_OK;
-}
-
-/*
- * Dropping a tombstone changes the file without a log record, which D1
- * allows for this one change: if a power cut tears it, the tombstone is
- * found either whole or freed, and either is right, since the sweeper
- * drops it only once no peer needs it.
- */
-static bool
-_drop(struct txn_batch *b, const char *key, size_t nkey,
-      const struct txn_current *cur)
-{
-    if (cur->meta.kind != RECORD_TOMBSTONE) {
-        return false;
-    }
-    return store_out(b->eng->store, key, nkey) == STORE_OK;
-}
-
-/*
- * D1: with apply_after_sync an expired item becomes its tombstone through
- * the log like any change (same stamp and server id, so a peer that gets
- * it keeps its own copy). Staged under the batch; never waits.
- */
-static bool
-_retire_logged(struct txn_batch *b, const char *key, size_t nkey,
-               uint64_t ts)
-{
-    uint32_t stripe = _stripe_of(b->eng, key, nkey);
-    struct txn_current cur;
-    if (b->holds[stripe] > 0 ||
-        pthread_mutex_trylock(&b->eng->stripes[stripe]) != 0) {
-        return false;
-    }
-    if (!_mark_held(b, stripe)) {
-        pthread_mutex_unlock(&b->eng->stripes[stripe]);
-        return false;
-    }
-    bool done = false;
-    if (_read_record(b, key, nkey, &cur) == TXN_OK && cur.found &&
-        cur.meta.ts == ts && cur.meta.kind == RECORD_VALUE) {
-        struct record_meta t = cur.meta;
-        t.kind = RECORD_TOMBSTONE;
-        t.flags = 0;
-        t.exptime = 0;
-        t.stale = false;
-        t.token = false;
-        t.binkey = false;
-        t.cas = t.ts;
-        done = txn_stage_record(b, key, nkey, &t, NULL, 0, NULL, 0) == TXN_OK;
-    }
-    txn_current_release(&cur);
-    return done;
-}
-
-bool
-txn_expire(struct txn_batch *b, const char *key, size_t nkey, uint64_t ts)
-{
-    if (b->eng->apply_after_sync) {
-        return _retire_logged(b, key, nkey, ts);
-    }
-    return _with_record(b, key, nkey, ts, _retire);
-}
-
-bool
-txn_drop_tombstone(struct txn_batch *b, const char *key, size_t nkey,
-                   uint64_t ts)
-{
-    return _with_record(b, key, nkey, ts, _drop);
-}
-
 enum txn_status
 txn_flush_all(struct txn_batch *b, int64_t delay_s)
 {
     struct txn_engine *eng = b->eng;
-    enum txn_status st = _writable(eng);
+    enum txn_status st = txn_writable(eng);
 
     if (st != TXN_OK) {
         return st;
@@ -1218,12 +951,12 @@ txn_flush_all(struct txn_batch *b, int64_t delay_s)
     uint64_t deadline = expiry_flush_deadline(delay_s, util_now_us());
     uint64_t stamp = clock_next(eng->clock);
     if (eng->ulog == NULL) {
-        return _apply_flush(eng, stamp, deadline);
+        return txn_apply_flush(eng, stamp, deadline);
     }
     uint8_t payload[LOGREC_FLUSH_PAYLOAD];
     logrec_flush_encode(payload, stamp, deadline);
-    st = _stage(b, LOGREC_FLUSH, eng->sid, NULL, 0, payload, sizeof(payload),
-                NULL, 0, NULL, 0);
+    st = txn_stage_raw(b, LOGREC_FLUSH, eng->sid, NULL, 0, payload,
+                       sizeof(payload), NULL, 0, NULL, 0);
     if (st != TXN_OK) {
         return st;
     }
