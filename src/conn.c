@@ -236,12 +236,17 @@ _process(struct conn *c)
             if (buf_len(&c->in) == 0) {
                 break;
             }
-            /* memcached's rule: a binary connection starts with the
-             * request magic; anything else is read as text. */
-            unsigned char first = (unsigned char)*buf_head(&c->in);
-            c->wire = first == PROTO_BIN_REQUEST ? PROTO_KIND_BINARY
-                                                 : PROTO_KIND_TEXT;
             c->wire_known = true;
+            unsigned char first = (unsigned char)*buf_head(&c->in);
+            if (proto_detect(&c->parser, first, &c->wire) != PROTO_OK) {
+                memset(&req, 0, sizeof(req));
+                (void)process_error(h->pctx, &c->session, &c->parser,
+                                    PROTO_ECLOSE, &req, &c->out);
+                buf_reset(&c->in);
+                _set_state(c, CONN_CLOSING);
+                _set_events(c, 0);
+                break;
+            }
         }
         enum proto_status st =
             c->wire == PROTO_KIND_BINARY

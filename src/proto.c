@@ -161,3 +161,23 @@ proto_base64_encode(const void *in, size_t n, char *out)
     }
     return len;
 }
+
+enum proto_status
+proto_detect(struct proto_parser *p, unsigned char first,
+             enum proto_kind *kind)
+{
+    if (first == 0x80) {
+        *kind = PROTO_KIND_BINARY;
+        return PROTO_OK;
+    }
+    *kind = PROTO_KIND_TEXT;
+    bool space = first == ' ' || first == '\t' || first == '\r' ||
+                 first == '\n';
+    if ((first < 0x20 && !space) || first >= 0x7f) {
+        p->error = PROTO_ERR_UNKNOWN_COMMAND;
+        p->error_cmd = PROTO_CMD_COUNT;
+        p->error_noreply = false;
+        return PROTO_ECLOSE;
+    }
+    return PROTO_OK;
+}

@@ -208,6 +208,17 @@ struct proto_parser {
     size_t need;
 };
 
+/*
+ * The protocol a connection speaks, from its first byte, by memcached's
+ * rule: the binary request magic (0x80), or text. A byte no memcached
+ * client starts with (a control character, or a high byte such as a TLS
+ * record's) returns PROTO_ECLOSE with p->error set, so that the client
+ * is answered "ERROR" and closed at once rather than left waiting for a
+ * line that will never come; otherwise PROTO_OK and `*kind`.
+ */
+enum proto_status proto_detect(struct proto_parser *p, unsigned char first,
+                               enum proto_kind *kind);
+
 /* Initialises a parser with the given limits. */
 void proto_parser_init(struct proto_parser *p,
                        const struct proto_limits *limits);

@@ -344,6 +344,33 @@ START_TEST(test_binary_quiet_pipeline)
 }
 END_TEST
 
+/*
+ * A first byte no memcached client sends (here a TLS handshake's) is
+ * answered and closed at once: the client never waits for a line that
+ * will not come. The binary magic and text both work on the same port.
+ */
+START_TEST(test_unknown_first_byte_is_answered)
+{
+    static const unsigned char tls[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01};
+    int fd = kc_connect(a.port);
+    char reply[64];
+    ck_assert_int_eq(kc_send(fd, tls, sizeof(tls)), 0);
+    ck_assert_int_gt(kc_read_until(fd, reply, sizeof(reply), "\r\n", 5000),
+                     0);
+    ck_assert_str_eq(reply, "ERROR\r\n");
+    ck_assert(kc_wait_closed(fd, 5000));
+    close(fd);
+    fd = kc_connect(a.port);
+    struct frame f;
+    ck_assert_int_eq(_bin_send(fd, 0x0b, NULL, 0, NULL, NULL, 0, 9, 0), 0);
+    ck_assert(_bin_recv(fd, &f));
+    ck_assert(f.opcode == 0x0b && f.status == 0 && f.opaque == 9);
+    ck_assert(f.vlen > 6 && memcmp(f.value, "1.6.18", 6) == 0);
+    close(fd);
+    _expect(a.port, "mn\r\n", "MN\r\n");
+}
+END_TEST
+
 /* --------------------------------------------------------- replication */
 
 static char a_port[16];
@@ -584,6 +611,7 @@ protocols_suite(void)
     tcase_add_test(tc, test_each_protocol_survives_kill9);
     tcase_add_test(tc, test_bytes_follow_items_across_restart);
     tcase_add_test(tc, test_binary_quiet_pipeline);
+    tcase_add_test(tc, test_unknown_first_byte_is_answered);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     tc = tcase_create("replication");

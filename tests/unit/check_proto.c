@@ -414,6 +414,32 @@ START_TEST(test_next_key)
 }
 END_TEST
 
+/* The first byte picks the protocol; bytes no client starts with are
+ * refused at once. */
+START_TEST(test_detect_first_byte)
+{
+    struct proto_parser p;
+    enum proto_kind kind;
+    proto_parser_init(&p, &limits);
+    ck_assert_int_eq(proto_detect(&p, 0x80, &kind), PROTO_OK);
+    ck_assert_int_eq(kind, PROTO_KIND_BINARY);
+    static const unsigned char text[] = {'g', 's', 'm', 'R', ' ', '\r', '\n',
+                                         '\t', '0', '~'};
+    for (size_t i = 0; i < sizeof(text); i++) {
+        ck_assert_int_eq(proto_detect(&p, text[i], &kind), PROTO_OK);
+        ck_assert_int_eq(kind, PROTO_KIND_TEXT);
+    }
+    static const unsigned char refused[] = {0x00, 0x01, 0x16, 0x1f, 0x7f,
+                                            0x81, 0xc0, 0xff};
+    for (size_t i = 0; i < sizeof(refused); i++) {
+        p.error = PROTO_ERR_NONE;
+        ck_assert_int_eq(proto_detect(&p, refused[i], &kind), PROTO_ECLOSE);
+        ck_assert_int_eq(p.error, PROTO_ERR_UNKNOWN_COMMAND);
+        ck_assert(!p.error_noreply);
+    }
+}
+END_TEST
+
 static Suite *
 proto_suite(void)
 {
@@ -434,6 +460,7 @@ proto_suite(void)
     tcase_add_test(tc, test_line_limits);
     tcase_add_test(tc, test_need_hint);
     tcase_add_test(tc, test_random_bytes_never_crash);
+    tcase_add_test(tc, test_detect_first_byte);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
