@@ -279,7 +279,14 @@ proto_bin_parse(struct proto_parser *p, const char *buf, size_t len,
     }
     uint64_t nvalue = body - nkey - nextras;
     if (in.known && in.value && nvalue > p->limits.item_max) {
-        /* memcached answers "Too large." and reads on past the body. */
+        /* memcached answers "Too large." and reads on past the body. It
+         * reads the key first (a set also drops the key's old value), so
+         * the frame waits for its extras and key, at most 505 bytes. */
+        size_t head = PROTO_BIN_HEADER + nextras + nkey;
+        if (nkey <= PROTO_KEY_MAX && len < head) {
+            p->need = eaten + head;
+            return PROTO_EUNFIN;
+        }
         req->noreply = false;
         p->swallow = PROTO_BIN_HEADER + body;
         size_t eat = len < p->swallow ? len : (size_t)p->swallow;

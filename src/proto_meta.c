@@ -123,11 +123,11 @@ _flag(const struct token *t, enum proto_cmd cmd, struct proto_meta *m,
                    : PROTO_ERR_META_TOKEN;
     case 'M':
         if (cmd == PROTO_CMD_MS) {
-            if (v.len != 1 || strchr("SEAPR", v.s[0]) == NULL) {
+            if (v.len != 1 || memchr("SEAPR", v.s[0], 5) == NULL) {
                 return PROTO_ERR_META_MODE_MS;
             }
         } else if (cmd == PROTO_CMD_MA) {
-            if (v.len != 1 || strchr("I+D-", v.s[0]) == NULL) {
+            if (v.len != 1 || memchr("I+D-", v.s[0], 4) == NULL) {
                 return PROTO_ERR_META_MODE_MA;
             }
         }

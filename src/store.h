@@ -268,7 +268,9 @@ enum store_status store_iter_next(struct store *s, char *key, size_t cap,
  * logged with its offset (to `log`, set once before serving), counted,
  * and the file is then not marked clean at close, so the next start
  * checks it in full and rebuilds it (D4). store_damage() returns how many
- * requests met damage and where the last one was.
+ * requests met damage and where the last one was. The abandoned call
+ * leaves behind what Tokyo Cabinet had allocated in it (tens of bytes per
+ * damaged request), the price of not ending the process.
  */
 void store_set_logger(struct store *s, struct logger *log);
 uint64_t store_damage(struct store *s, uint64_t *last_offset);

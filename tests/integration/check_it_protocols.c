@@ -60,9 +60,15 @@ _bin_send(int fd, uint8_t opcode, const void *extras, size_t nextras,
     for (int i = 0; i < 8; i++) {
         buf[16 + i] = (unsigned char)(cas >> (56 - 8 * i));
     }
-    memcpy(buf + BIN_HEADER, extras, nextras);
-    memcpy(buf + BIN_HEADER + nextras, key, nkey);
-    memcpy(buf + BIN_HEADER + nextras + nkey, value, vlen);
+    if (nextras > 0) {
+        memcpy(buf + BIN_HEADER, extras, nextras);
+    }
+    if (nkey > 0) {
+        memcpy(buf + BIN_HEADER + nextras, key, nkey);
+    }
+    if (vlen > 0) {
+        memcpy(buf + BIN_HEADER + nextras + nkey, value, vlen);
+    }
     return kc_send(fd, buf, BIN_HEADER + body);
 }
 
