@@ -53,9 +53,14 @@ access_read(struct access_table *t, const void *key, size_t nkey,
     size_t i;
     uint64_t tag;
     _slot(t, key, nkey, &i, &tag);
-    uint64_t v = atomic_exchange_explicit(
-        &t->slots[i], tag << TAG_SHIFT | FETCHED | now_s,
-        memory_order_relaxed);
+    uint64_t want = tag << TAG_SHIFT | FETCHED | now_s;
+    /* A hot key read again in the same second changes nothing: no write,
+     * so readers on other CPUs do not fight over the cache line. */
+    uint64_t v = atomic_load_explicit(&t->slots[i], memory_order_relaxed);
+    if (v != want) {
+        v = atomic_exchange_explicit(&t->slots[i], want,
+                                     memory_order_relaxed);
+    }
     _decode(v, tag, seen);
 }
 
