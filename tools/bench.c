@@ -1,5 +1,6 @@
 /*
- * bench: a closed-loop load generator for the memcached text protocol.
+ * bench: a closed-loop load generator for memcached's text, binary and
+ * meta protocols (--proto; the wire formats are in bench_wire.c).
  *
  * One thread drives every connection through epoll, which keeps the load
  * generator's own cost low and predictable on a small machine. Each
@@ -13,10 +14,15 @@
  *                with --quit the client sends "quit" and waits for the
  *                server to close, as memcached clients do on shutdown, so
  *                the TIME_WAIT socket stays on the server's side
+ *   --multiget N every get asks for N keys in one request: text
+ *                "get k1 .. kN", binary N quiet getkq and a noop, meta N
+ *                "mg <key> v q k" and "mn"; a miss answers nothing, and
+ *                the request is done at the end marker
  *   --ack-log    own keys: connection i writes only <prefix>c<i>:<n>, each
  *                value is the write's sequence number on that connection,
- *                and every STORED write is logged as "<key> <seq>" so
- *                `kura verify` can prove none was lost (see verify.c)
+ *                and every acknowledged write (STORED, HD, a binary
+ *                success) is logged as "<key> <seq>" so `kura verify`
+ *                can prove none was lost (see verify.c)
  *
  * Memory per connection stays small so that 20,000 connections are cheap:
  * the read buffer starts at 1 KiB and grows only while replies need it
@@ -65,12 +71,13 @@
 #define ACK_FLUSH_NS 1000000000ULL  /* a killed bench loses at most 1 s */
 #define RETRY_NS 100000000ULL       /* a failed connect waits this long */
 #define MAX_HANDSHAKES 1024         /* under tcp_max_syn_backlog (2048) */
+#define MAX_COMPLAINTS 20           /* unexpected replies printed per run */
 
 /* One request in flight. */
 struct bslot {
     uint64_t sent_ns;       /* when the write carrying it completed */
     uint64_t seq;           /* own-keys mode: the write's sequence number */
-    bool is_get;
+    enum bench_kind kind;
 };
 
 struct bconn {
@@ -114,6 +121,9 @@ struct bench {
     uint64_t ops;
     uint64_t errors;
     uint64_t connects;
+    uint64_t keys;
+    uint64_t hits;
+    uint64_t complaints;    /* unexpected replies printed so far */
     uint64_t rng;
     uint64_t started_ns;
     uint64_t stop_ns;
@@ -289,6 +299,61 @@ _resolve(struct bench *b)
     return 0;
 }
 
+/* Writes the key a get reads to `key` (KEY_CAP bytes); returns its length.
+ * In own-keys mode it is one of the keys this connection has written. */
+static size_t
+_read_key(struct bench *b, const struct bconn *c, char *key)
+{
+    const struct bench_opts *o = b->o;
+    if (b->own_keys) {
+        uint64_t span = c->last_seq < o->own_keys ? c->last_seq : o->own_keys;
+        return _own_key(b, c->idx, _rand(b) % (span > 0 ? span : 1), key);
+    }
+    return (size_t)snprintf(key, KEY_CAP, "%s%" PRIu64, o->prefix,
+                            _rand(b) % o->keyspace);
+}
+
+/* Makes room for `need` more bytes in `c`'s write buffer. */
+static void
+_reserve(struct bconn *c, size_t need)
+{
+    if (c->wlen + need > c->wcap) {
+        c->wcap = c->wcap * 2 > c->wlen + need ? c->wcap * 2
+                                               : c->wlen + need;
+        c->wbuf = _xrealloc(c->wbuf, c->wcap);
+    }
+}
+
+/* Appends a set of `key` for connection `c`; `seq` is its own-keys
+ * sequence number (0 outside that mode). */
+static void
+_queue_set(struct bench *b, struct bconn *c, const char *key, size_t klen,
+           uint64_t seq)
+{
+    enum bench_proto proto = b->o->proto;
+    /* A sequence number wider than the value widens just that value. */
+    size_t vsize = b->value_size;
+    if (seq != 0 && _dec_len(seq) > vsize) {
+        vsize = _dec_len(seq);
+    }
+    _reserve(c, klen + vsize + BENCH_WIRE_OVERHEAD);
+    char *p = c->wbuf + c->wlen;
+    p += bench_wire_set_head(proto, p, key, klen, vsize);
+    if (b->own_keys) {
+        _put_seq(p, vsize, seq);
+    } else if (vsize == 10) {
+        /* A last-login timestamp, as in seed 002. */
+        char ts[11];
+        snprintf(ts, sizeof(ts), "%010" PRIu64, (uint64_t)time(NULL));
+        memcpy(p, ts, 10);
+    } else {
+        memset(p, 'x', vsize);
+    }
+    p += vsize;
+    p += bench_wire_set_tail(proto, p);
+    c->wlen = (size_t)(p - c->wbuf);
+}
+
 /* Appends one request for connection `c` to its write buffer. */
 static void
 _queue_request(struct bench *b, struct bconn *c)
@@ -298,56 +363,36 @@ _queue_request(struct bench *b, struct bconn *c)
     size_t klen;
     uint64_t seq = 0;
     bool get = o->read_pct > 0 && (int)(_rand(b) % 100) < o->read_pct;
+    enum bench_kind kind = BENCH_KIND_SET;
 
-    if (b->own_keys) {
-        if (get) {
-            /* Read one of the keys this connection has written so far. */
-            uint64_t span = c->last_seq < o->own_keys ? c->last_seq
-                                                      : o->own_keys;
-            klen = _own_key(b, c->idx, _rand(b) % (span > 0 ? span : 1),
-                            key);
-        } else {
+    if (!get) {
+        if (b->own_keys) {
             seq = ++c->last_seq;
             klen = _own_key(b, c->idx, (seq - 1) % o->own_keys, key);
-        }
-    } else {
-        uint64_t id = _rand(b) % o->keyspace;
-        klen = (size_t)snprintf(key, sizeof(key), "%s%" PRIu64, o->prefix,
-                                id);
-    }
-    /* A sequence number wider than the value widens just that value. */
-    size_t vsize = b->value_size;
-    if (seq != 0 && _dec_len(seq) > vsize) {
-        vsize = _dec_len(seq);
-    }
-    size_t need = klen + vsize + 64;
-    if (c->wlen + need > c->wcap) {
-        c->wcap = c->wcap * 2 > c->wlen + need ? c->wcap * 2
-                                               : c->wlen + need;
-        c->wbuf = _xrealloc(c->wbuf, c->wcap);
-    }
-    char *p = c->wbuf + c->wlen;
-    int n;
-    if (get) {
-        n = sprintf(p, "get %.*s\r\n", (int)klen, key);
-    } else {
-        n = sprintf(p, "set %.*s 0 0 %zu\r\n", (int)klen, key, vsize);
-        p += n;
-        if (b->own_keys) {
-            _put_seq(p, vsize, seq);
-        } else if (vsize == 10) {
-            /* A last-login timestamp, as in seed 002. */
-            snprintf(p, 11, "%010" PRIu64, (uint64_t)time(NULL));
         } else {
-            memset(p, 'x', vsize);
+            klen = (size_t)snprintf(key, sizeof(key), "%s%" PRIu64,
+                                    o->prefix, _rand(b) % o->keyspace);
         }
-        p += vsize;
-        memcpy(p, "\r\n", 2);
-        n += (int)vsize + 2;
+        _queue_set(b, c, key, klen, seq);
+    } else if (o->multiget == 0) {
+        kind = BENCH_KIND_GET;
+        klen = _read_key(b, c, key);
+        _reserve(c, klen + BENCH_WIRE_OVERHEAD);
+        c->wlen += bench_wire_get(o->proto, c->wbuf + c->wlen, key, klen);
+    } else {
+        kind = BENCH_KIND_MGET;
+        _reserve(c, (size_t)(o->multiget + 1) *
+                        (KEY_CAP + BENCH_WIRE_OVERHEAD));
+        c->wlen += bench_wire_mget_begin(o->proto, c->wbuf + c->wlen);
+        for (int i = 0; i < o->multiget; i++) {
+            klen = _read_key(b, c, key);
+            c->wlen += bench_wire_mget_key(o->proto, c->wbuf + c->wlen, key,
+                                           klen);
+        }
+        c->wlen += bench_wire_mget_end(o->proto, c->wbuf + c->wlen);
     }
-    c->wlen += (size_t)n;
     struct bslot *slot = &c->slots[(c->head + c->inflight) % o->pipeline];
-    slot->is_get = get;
+    slot->kind = kind;
     slot->seq = seq;
     slot->sent_ns = 0;
     c->inflight++;
@@ -465,56 +510,62 @@ _open_conn(struct bench *b, struct bconn *c)
     return 0;
 }
 
+/* Prints an unexpected reply, up to MAX_COMPLAINTS in a run. */
+static void
+_complain(struct bench *b, const char *what)
+{
+    b->complaints++;
+    if (b->complaints <= MAX_COMPLAINTS) {
+        fprintf(stderr, "bench: %s\n", what);
+    } else if (b->complaints == MAX_COMPLAINTS + 1) {
+        fprintf(stderr, "bench: further unexpected replies not shown\n");
+    }
+}
+
 /*
- * Counts complete replies at the front of the read buffer. Returns the
- * number consumed, or -1 on an unexpected reply.
+ * Consumes the complete replies at the front of the read buffer. Returns
+ * the number consumed, or -1 when a reply lost the framing (the caller
+ * closes the connection).
  */
 static int
 _parse_replies(struct bench *b, struct bconn *c, uint64_t now)
 {
+    const struct bench_opts *o = b->o;
     size_t off = 0;
     int done = 0;
+    char err[160];
 
     while (c->inflight > 0) {
-        char *start = c->rbuf + off;
-        size_t avail = c->rlen - off;
-        char *nl = memchr(start, '\n', avail);
-        if (nl == NULL) {
+        struct bslot *slot = &c->slots[c->head];
+        size_t used = 0;
+        uint32_t hits = 0;
+        enum bench_wire_status st = bench_wire_reply(
+            o->proto, slot->kind, c->rbuf + off, c->rlen - off, &used, &hits,
+            err, sizeof(err));
+        if (st == BENCH_WIRE_MORE) {
             break;
         }
-        size_t line = (size_t)(nl - start) + 1;
-        struct bslot *slot = &c->slots[c->head];
-        bool get = slot->is_get;
-        size_t total = line;
-        bool error = false;
-        if (get) {
-            if (line >= 5 && memcmp(start, "VALUE", 5) == 0) {
-                /* VALUE key flags bytes\r\n data\r\n END\r\n */
-                char *sp = memrchr(start, ' ', line);
-                size_t bytes = sp != NULL ? strtoul(sp + 1, NULL, 10) : 0;
-                total = line + bytes + 2 + 5;
-                if (avail < total) {
-                    break;
-                }
-                error = memcmp(start + line + bytes + 2, "END\r\n", 5) != 0;
-            } else if (!(line == 5 && memcmp(start, "END\r\n", 5) == 0)) {
-                error = true;
-            }
-        } else if (!(line == 8 && memcmp(start, "STORED\r\n", 8) == 0)) {
-            error = true;
+        if (st == BENCH_WIRE_LOST) {
+            _complain(b, err);
+            return -1;
         }
-        if (error) {
+        if (st == BENCH_WIRE_BAD) {
             b->errors++;
-            fprintf(stderr, "bench: unexpected reply: %.*s", (int)line, start);
-        } else if (!get && b->own_keys) {
+            _complain(b, err);
+        } else if (slot->kind == BENCH_KIND_SET && b->own_keys) {
             _ack_append(b, c->idx, slot->seq, now);
+        }
+        if (slot->kind != BENCH_KIND_SET) {
+            b->keys += slot->kind == BENCH_KIND_MGET ? (uint64_t)o->multiget
+                                                     : 1;
+            b->hits += hits;
         }
         if (slot->sent_ns != 0) {
             hist_add(&b->hist, (now - slot->sent_ns) / 1000);
         }
-        c->head = (c->head + 1) % b->o->pipeline;
+        c->head = (c->head + 1) % o->pipeline;
         c->inflight--;
-        off += total;
+        off += used;
         done++;
         b->ops++;
     }
@@ -611,6 +662,13 @@ _on_readable(struct bench *b, struct bconn *c, uint64_t now)
     c->rlen += (size_t)n;
     bool filled = c->rlen == c->rcap;
     int done = _parse_replies(b, c, now);
+    if (done < 0) {
+        /* The lost reply and every one behind it count as errors. */
+        b->errors += (uint64_t)c->inflight;
+        _close_conn(b, c);
+        _reopen(b, c, now, false);
+        return;
+    }
     if (filled) {
         _grow_rbuf(c, true);
     }
@@ -619,8 +677,11 @@ _on_readable(struct bench *b, struct bconn *c, uint64_t now)
         return;
     }
     if (b->o->connect_per_request && b->o->quit) {
-        /* Six bytes always fit an idle socket's send buffer. */
-        if (send(c->fd, "quit\r\n", 6, MSG_NOSIGNAL) == 6) {
+        /* A quit (at most a header) always fits an idle socket's send
+         * buffer. */
+        char quit[BENCH_WIRE_OVERHEAD];
+        size_t qlen = bench_wire_quit(b->o->proto, quit);
+        if (send(c->fd, quit, qlen, MSG_NOSIGNAL) == (ssize_t)qlen) {
             c->quitting = true;
             return;
         }
@@ -785,6 +846,8 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
     r->p99_us = hist_percentile(&b.hist, 99);
     r->p999_us = hist_percentile(&b.hist, 99.9);
     r->max_us = b.hist.max;
+    r->keys = b.keys;
+    r->hits = b.hits;
     r->connects = b.connects;
     return 0;
 }

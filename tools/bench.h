@@ -12,11 +12,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bench_wire.h"
+
 struct bench_opts {
     const char *host;
     int port;
     int conns;             /* concurrent connections */
     int pipeline;          /* requests in flight per connection (<= 64) */
+    enum bench_proto proto; /* text (default), binary or meta */
+    int multiget;          /* > 0: every get asks for this many keys at
+                            * once (text get k1..kN, binary getkq..noop,
+                            * meta mg..q..mn); 0: one key per get */
     uint64_t keyspace;     /* keys are <prefix><0..keyspace-1> */
     const char *prefix;    /* key prefix, "u:" by default */
     int read_pct;          /* percentage of gets */
@@ -24,12 +30,14 @@ struct bench_opts {
     double duration_s;     /* stop after this long (0 = use ops) */
     uint64_t ops;          /* stop after this many (0 = use duration) */
     bool connect_per_request;
-    bool quit;             /* connect mode: end with "quit", server closes */
+    bool quit;             /* connect mode: end with "quit" (binary: quitq),
+                            * server closes */
     /* Own-keys mode (NULL = off): keys are <prefix>c<conn>:<n>, n cycling
      * over `own_keys` per connection; each value is the write's sequence
      * number on its connection, zero-padded to value_size (at least 10
-     * digits). Every write answered STORED is appended to this file as
-     * "<key> <seq>\n". The file is truncated first. */
+     * digits). Every write acknowledged (STORED, HD, a binary success) is
+     * appended to this file as "<key> <seq>\n". The file is truncated
+     * first. */
     const char *ack_log;
     uint64_t own_keys;     /* keys per connection in own-keys mode */
 };
@@ -44,6 +52,8 @@ struct bench_result {
     uint64_t p99_us;
     uint64_t p999_us;
     uint64_t max_us;
+    uint64_t keys;         /* keys asked for by gets (N per multi-get) */
+    uint64_t hits;         /* values those gets returned */
     uint64_t acked;        /* own-keys mode: writes logged as acknowledged */
 };
 

@@ -54,6 +54,7 @@ _usage(FILE *out)
             "  version     print the version\n"
             "\n"
             "kura bench [--host H] [--port P] [--conns N] [--pipeline D]\n"
+            "           [--proto text|binary|meta] [--multiget N]\n"
             "           [--keyspace K] [--prefix S] [--reads PCT]\n"
             "           [--value-size B] [--duration SEC | --ops N]\n"
             "           [--connect [--quit]] [--json] [--lag-to PORT]\n"
@@ -92,6 +93,8 @@ _cmd_bench(int argc, char **argv)
         {"lag-to", required_argument, NULL, 'L'},
         {"ack-log", required_argument, NULL, 'A'},
         {"own-keys", required_argument, NULL, 'K'},
+        {"proto", required_argument, NULL, 'P'},
+        {"multiget", required_argument, NULL, 'M'},
         {NULL, 0, NULL, 0},
     };
     struct bench_opts o = {
@@ -108,6 +111,7 @@ _cmd_bench(int argc, char **argv)
     };
     bool json = false;
     int lag_port = 0;
+    uint64_t multiget;
     int ch;
 
     optind = 1;
@@ -134,6 +138,22 @@ _cmd_bench(int argc, char **argv)
                 fprintf(stderr, "kura bench: --own-keys wants a count >= 1\n");
                 return 2;
             }
+            break;
+        case 'P':
+            if (!bench_wire_proto_parse(optarg, &o.proto)) {
+                fprintf(stderr, "kura bench: --proto is text, binary or "
+                                "meta\n");
+                return 2;
+            }
+            break;
+        case 'M':
+            if (!util_parse_uint(optarg, strlen(optarg), 1000, &multiget) ||
+                multiget == 0) {
+                fprintf(stderr, "kura bench: --multiget wants 1 to 1000 "
+                                "keys\n");
+                return 2;
+            }
+            o.multiget = (int)multiget;
             break;
         default: _usage(stderr); return 2;
         }
@@ -173,10 +193,12 @@ _cmd_bench(int argc, char **argv)
                ", \"max_us\": %" PRIu64 ", \"connects\": %" PRIu64
                ", \"lag_samples\": %" PRIu64 ", \"lag_p50_us\": %" PRIu64
                ", \"lag_p99_us\": %" PRIu64 ", \"lag_max_us\": %" PRIu64
-               ", \"lag_timeouts\": %" PRIu64,
+               ", \"lag_timeouts\": %" PRIu64 ", \"proto\": \"%s\""
+               ", \"keys\": %" PRIu64 ", \"hits\": %" PRIu64,
                r.ops, r.errors, r.seconds, r.ops_per_s, r.p50_us, r.p99_us,
                r.p999_us, r.max_us, r.connects, lag.samples, lag.p50_us,
-               lag.p99_us, lag.max_us, lag.timeouts);
+               lag.p99_us, lag.max_us, lag.timeouts,
+               bench_wire_proto_name(o.proto), r.keys, r.hits);
         if (o.ack_log != NULL) {
             printf(", \"acked\": %" PRIu64, r.acked);
         }
@@ -187,6 +209,10 @@ _cmd_bench(int argc, char **argv)
                "us  errors %" PRIu64 "\n",
                r.ops, r.seconds, r.ops_per_s, r.p50_us, r.p99_us, r.p999_us,
                r.max_us, r.errors);
+        if (r.keys > 0) {
+            printf("gets asked for %" PRIu64 " keys and found %" PRIu64
+                   " values\n", r.keys, r.hits);
+        }
         if (probe != NULL) {
             printf("replication lag: %" PRIu64 " samples  p50 %" PRIu64
                    "us  p99 %" PRIu64 "us  max %" PRIu64 "us  timeouts %"

@@ -513,17 +513,28 @@ _json_number(const char *json, const char *name, double *value)
         if (*p++ != ':') {
             return false;
         }
-        char *end;
-        errno = 0;
-        double v = strtod(p, &end);
-        if (end == p || errno != 0) {
-            return false;
+        while (*p == ' ') {
+            p++;
         }
-        if (klen == strlen(name) && memcmp(key, name, klen) == 0) {
-            *value = v;
-            found = true;
+        if (*p == '"') { /* a string value ("proto"): skipped */
+            p = strchr(p + 1, '"');
+            if (p == NULL) {
+                return false;
+            }
+            p++;
+        } else {
+            char *end;
+            errno = 0;
+            double v = strtod(p, &end);
+            if (end == p || errno != 0) {
+                return false;
+            }
+            if (klen == strlen(name) && memcmp(key, name, klen) == 0) {
+                *value = v;
+                found = true;
+            }
+            p = end;
         }
-        p = end;
         while (*p == ' ') {
             p++;
         }
