@@ -6,38 +6,58 @@
 
 #include <string.h>
 
-static const char *const cmd_names[PROTO_CMD_COUNT] = {
-    [PROTO_CMD_GET] = "get",         [PROTO_CMD_GETS] = "gets",
-    [PROTO_CMD_GAT] = "gat",         [PROTO_CMD_GATS] = "gats",
-    [PROTO_CMD_SET] = "set",         [PROTO_CMD_ADD] = "add",
-    [PROTO_CMD_REPLACE] = "replace", [PROTO_CMD_APPEND] = "append",
-    [PROTO_CMD_PREPEND] = "prepend", [PROTO_CMD_CAS] = "cas",
-    [PROTO_CMD_DELETE] = "delete",   [PROTO_CMD_INCR] = "incr",
-    [PROTO_CMD_DECR] = "decr",       [PROTO_CMD_TOUCH] = "touch",
-    [PROTO_CMD_FLUSH_ALL] = "flush_all",
-    [PROTO_CMD_VERSION] = "version", [PROTO_CMD_VERBOSITY] = "verbosity",
-    [PROTO_CMD_QUIT] = "quit",       [PROTO_CMD_STATS] = "stats",
-    [PROTO_CMD_REPL] = "REPL",       [PROTO_CMD_NOOP] = "mn",
-    [PROTO_CMD_MG] = "mg",           [PROTO_CMD_MS] = "ms",
-    [PROTO_CMD_MD] = "md",           [PROTO_CMD_MA] = "ma",
-    [PROTO_CMD_ME] = "me",
-    [PROTO_CMD_SASL_LIST] = "sasl_list_mechs",
-    [PROTO_CMD_SASL_AUTH] = "sasl_auth",
-    [PROTO_CMD_SASL_STEP] = "sasl_step",
+/* Names and their lengths: a command line is looked up on every request. */
+struct cmd_name {
+    const char *s;
+    size_t len;
+};
+
+#define NAME(str) {str, sizeof(str) - 1}
+
+static const struct cmd_name cmd_names[PROTO_CMD_COUNT] = {
+    [PROTO_CMD_GET] = NAME("get"),
+    [PROTO_CMD_GETS] = NAME("gets"),
+    [PROTO_CMD_GAT] = NAME("gat"),
+    [PROTO_CMD_GATS] = NAME("gats"),
+    [PROTO_CMD_SET] = NAME("set"),
+    [PROTO_CMD_ADD] = NAME("add"),
+    [PROTO_CMD_REPLACE] = NAME("replace"),
+    [PROTO_CMD_APPEND] = NAME("append"),
+    [PROTO_CMD_PREPEND] = NAME("prepend"),
+    [PROTO_CMD_CAS] = NAME("cas"),
+    [PROTO_CMD_DELETE] = NAME("delete"),
+    [PROTO_CMD_INCR] = NAME("incr"),
+    [PROTO_CMD_DECR] = NAME("decr"),
+    [PROTO_CMD_TOUCH] = NAME("touch"),
+    [PROTO_CMD_FLUSH_ALL] = NAME("flush_all"),
+    [PROTO_CMD_VERSION] = NAME("version"),
+    [PROTO_CMD_VERBOSITY] = NAME("verbosity"),
+    [PROTO_CMD_QUIT] = NAME("quit"),
+    [PROTO_CMD_STATS] = NAME("stats"),
+    [PROTO_CMD_REPL] = NAME("REPL"),
+    [PROTO_CMD_NOOP] = NAME("mn"),
+    [PROTO_CMD_MG] = NAME("mg"),
+    [PROTO_CMD_MS] = NAME("ms"),
+    [PROTO_CMD_MD] = NAME("md"),
+    [PROTO_CMD_MA] = NAME("ma"),
+    [PROTO_CMD_ME] = NAME("me"),
+    [PROTO_CMD_SASL_LIST] = NAME("sasl_list_mechs"),
+    [PROTO_CMD_SASL_AUTH] = NAME("sasl_auth"),
+    [PROTO_CMD_SASL_STEP] = NAME("sasl_step"),
 };
 
 const char *
 proto_cmd_name(enum proto_cmd cmd)
 {
-    return (unsigned)cmd < PROTO_CMD_COUNT ? cmd_names[cmd] : "?";
+    return (unsigned)cmd < PROTO_CMD_COUNT ? cmd_names[cmd].s : "?";
 }
 
 bool
 proto_cmd_lookup(const char *name, size_t len, enum proto_cmd *cmd)
 {
     for (int i = 0; i < PROTO_CMD_COUNT; i++) {
-        if (strlen(cmd_names[i]) == len &&
-            memcmp(cmd_names[i], name, len) == 0) {
+        if (cmd_names[i].len == len &&
+            memcmp(cmd_names[i].s, name, len) == 0) {
             *cmd = (enum proto_cmd)i;
             return true;
         }
