@@ -146,9 +146,10 @@ auth_check(const struct auth *a, const char *user, size_t nuser,
     bool ok = false;
     for (size_t i = 0; i < a->nusers; i++) {
         const struct auth_user *u = &a->users[i];
-        bool match = _same(u->name, u->nname, user, nuser) &
-                     _same(u->pass, u->npass, pass, npass);
-        ok |= match;
+        /* Both compared, always: no short circuit to time. */
+        int name_ok = _same(u->name, u->nname, user, nuser);
+        int pass_ok = _same(u->pass, u->npass, pass, npass);
+        ok |= (name_ok & pass_ok) != 0;
     }
     return ok;
 }

@@ -133,15 +133,14 @@ struct proto_limits {
 
 /* A meta command's flags (memcached 1.6 doc/protocol.txt, "Meta ..."). */
 struct proto_meta {
-    char ret[PROTO_META_RETURN_MAX]; /* return flags: b c f h k l O q s t v
-                                        and ma's N/J... are not here */
+    char ret[PROTO_META_RETURN_MAX]; /* the flags that return something
+                                        (c f h k l O s t), in order */
     uint8_t nret;
     bool base64;        /* b: the key is base64 (decoded in keybuf) */
     bool quiet;         /* q: noreply semantics for the usual result */
     bool value;         /* v: return the value */
     bool no_bump;       /* u: do not note the access (h, l stay) */
     bool invalidate;    /* I: mark stale (md, ms) instead of deleting */
-    bool remove_value;  /* x: md removes the value but keeps the item */
     bool vivify;        /* N: mg/ma create on miss, with ttl `vivify_ttl` */
     int64_t vivify_ttl;
     bool recache;       /* R: win for recache when ttl < `recache_ttl` */

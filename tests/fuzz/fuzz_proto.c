@@ -1,13 +1,15 @@
 /*
- * fuzz_proto: fuzzes the memcached text protocol parser (proto.h).
+ * fuzz_proto: fuzzes the memcached text protocol parser (proto.h) and the
+ * meta command lines it hands to proto_meta.c.
  *
  * The parser reads bytes straight from clients, so it must survive
  * anything. Each input is run through it twice the way a connection
  * would: once delivered in one piece, once in chunks whose sizes the input
  * chooses. Every request of the pipelined stream is checked against the
  * contract of proto.h (consumed bytes, valid keys, data blocks, bounded
- * buffering, errors that close), and both deliveries must produce the
- * same requests and errors, because a parser that depends on how TCP
+ * buffering, errors that close; for meta commands their flags, opaque
+ * and base64 keys too), and both deliveries must produce the same
+ * requests and errors, because a parser that depends on how TCP
  * happened to split the stream is a bug. Bytes not yet delivered are
  * poisoned for AddressSanitizer, so reading ahead of them is caught.
  *
@@ -25,11 +27,18 @@
 #include "fuzz_common.h"
 #include "proto.h"
 #include "repl_proto.h"
+#include "util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_CHUNK_SIZES 7
 #define NONE ((size_t)-1)
+#define IN_KEYBUF ((size_t)-2) /* a key decoded into the request */
+
+/* Meta flags that come back in a reply, and the modes ms and ma take. */
+static const char META_RETURNS[] = "cfhklOst";
+static const char MS_MODES[] = "SEAPR";
+static const char MA_MODES[] = "I+D-";
 
 /* A parser result, with pointers turned into stream offsets. */
 struct event {
@@ -38,11 +47,15 @@ struct event {
     enum proto_cmd error_cmd;
     bool error_noreply;
     enum proto_cmd cmd;
+    enum proto_kind kind;
     bool noreply;
     size_t key, nkey, keys, keys_len, value, vlen, args, args_len;
+    uint64_t key_hash;
     uint32_t nkeys, flags, level;
     int64_t exptime, delay;
     uint64_t cas_unique, delta;
+    struct proto_meta meta; /* its opaque pointer cleared, ... */
+    size_t opaque;          /* ... kept here as an offset */
 };
 
 struct trace {
@@ -79,6 +92,55 @@ _check_key(const char *key, size_t nkey, const char *win, size_t consumed)
 {
     FUZZ_CHECK(proto_key_valid(key, nkey));
     FUZZ_CHECK(fuzz_inside(key, nkey, win, consumed));
+}
+
+/* A meta key: a text key in the line, or a base64 one decoded. */
+static void
+_check_meta_key(const struct proto_request *req, const char *win,
+                size_t consumed)
+{
+    if (!req->meta.base64) {
+        _check_key(req->key, req->nkey, win, consumed);
+        return;
+    }
+    FUZZ_CHECK(req->key == req->keybuf);
+    FUZZ_CHECK(req->nkey > 0 && req->nkey <= PROTO_KEY_MAX);
+}
+
+/* What proto.h and proto_meta.c promise about a meta command's flags. */
+static void
+_check_meta(const struct proto_request *req, const char *win,
+            size_t consumed)
+{
+    const struct proto_meta *m = &req->meta;
+
+    FUZZ_CHECK(req->kind == PROTO_KIND_META);
+    FUZZ_CHECK(req->noreply == m->quiet);
+    FUZZ_CHECK(m->nret <= sizeof(META_RETURNS) - 1);
+    for (size_t i = 0; i < m->nret; i++) {
+        FUZZ_CHECK(memchr(META_RETURNS, m->ret[i],
+                          sizeof(META_RETURNS) - 1) != NULL);
+        FUZZ_CHECK(memchr(m->ret, m->ret[i], i) == NULL); /* no repeats */
+    }
+    if (m->opaque != NULL) {
+        FUZZ_CHECK(m->opaque_len < 32); /* 32 bytes with its O */
+        FUZZ_CHECK(fuzz_inside(m->opaque, m->opaque_len, win, consumed));
+        FUZZ_CHECK(memchr(m->ret, 'O', m->nret) != NULL);
+    }
+    FUZZ_CHECK(!m->ttl_before_update ||
+               (m->ttl && memchr(m->ret, 't', m->nret) != NULL));
+    if (req->cmd == PROTO_CMD_MS) {
+        FUZZ_CHECK(m->mode == 0 || memchr(MS_MODES, m->mode,
+                                          sizeof(MS_MODES) - 1) != NULL);
+    } else if (req->cmd == PROTO_CMD_MA) {
+        FUZZ_CHECK(m->mode == 0 || memchr(MA_MODES, m->mode,
+                                          sizeof(MA_MODES) - 1) != NULL);
+    }
+    if (req->cmd != PROTO_CMD_NOOP) {
+        _check_meta_key(req, win, consumed);
+        FUZZ_CHECK(req->keys == req->key && req->keys_len == req->nkey);
+        FUZZ_CHECK(req->nkeys == 1);
+    }
 }
 
 /* The hello a master reads from a "REPL" line: parsed as the master does. */
@@ -150,6 +212,21 @@ _check_request(const struct proto_limits *lim, const struct proto_request *req,
     case PROTO_CMD_TOUCH:
         _check_key(req->key, req->nkey, win, consumed);
         break;
+    case PROTO_CMD_MS:
+        _check_meta(req, win, consumed);
+        FUZZ_CHECK(req->vlen <= lim->item_max);
+        FUZZ_CHECK(fuzz_inside(req->value, req->vlen + 2, win, consumed));
+        FUZZ_CHECK(req->value[req->vlen] == '\r' &&
+                   req->value[req->vlen + 1] == '\n');
+        FUZZ_CHECK(req->value + req->vlen + 2 == win + consumed);
+        break;
+    case PROTO_CMD_MG:
+    case PROTO_CMD_MD:
+    case PROTO_CMD_MA:
+    case PROTO_CMD_ME:
+    case PROTO_CMD_NOOP:
+        _check_meta(req, win, consumed);
+        break;
     case PROTO_CMD_STATS:
     case PROTO_CMD_REPL:
         FUZZ_CHECK(fuzz_inside(req->args, req->args_len, win, consumed));
@@ -161,6 +238,9 @@ _check_request(const struct proto_limits *lim, const struct proto_request *req,
     default:
         break;
     }
+    /* mn and the m* commands are meta; the rest, text. */
+    FUZZ_CHECK(req->kind == (req->cmd >= PROTO_CMD_NOOP ? PROTO_KIND_META
+                                                         : PROTO_KIND_TEXT));
 }
 
 static void
@@ -175,9 +255,33 @@ _trace_add(struct trace *t, const struct event *e)
 }
 
 static bool
+_meta_equal(const struct proto_meta *a, const struct proto_meta *b)
+{
+    return a->nret == b->nret && memcmp(a->ret, b->ret, a->nret) == 0 &&
+           a->base64 == b->base64 && a->quiet == b->quiet &&
+           a->value == b->value && a->no_bump == b->no_bump &&
+           a->invalidate == b->invalidate &&
+           a->vivify == b->vivify &&
+           a->vivify_ttl == b->vivify_ttl && a->recache == b->recache &&
+           a->recache_ttl == b->recache_ttl && a->ttl == b->ttl &&
+           a->ttl_value == b->ttl_value &&
+           a->ttl_before_update == b->ttl_before_update &&
+           a->client_flags == b->client_flags &&
+           a->flags_value == b->flags_value &&
+           a->compare_cas == b->compare_cas &&
+           a->compare_value == b->compare_value &&
+           a->new_cas == b->new_cas && a->new_cas_value == b->new_cas_value &&
+           a->initial == b->initial && a->initial_value == b->initial_value &&
+           a->delta == b->delta && a->mode == b->mode &&
+           a->opaque_len == b->opaque_len;
+}
+
+static bool
 _event_equal(const struct event *a, const struct event *b)
 {
-    return a->status == b->status && a->error == b->error &&
+    return a->status == b->status && a->kind == b->kind &&
+           a->key_hash == b->key_hash && a->opaque == b->opaque &&
+           _meta_equal(&a->meta, &b->meta) && a->error == b->error &&
            a->error_cmd == b->error_cmd &&
            a->error_noreply == b->error_noreply && a->cmd == b->cmd &&
            a->noreply == b->noreply && a->key == b->key &&
@@ -200,10 +304,14 @@ _record(struct run *run, size_t *nevents, enum proto_status st,
     e.status = st;
     if (st == PROTO_OK) {
         e.cmd = req->cmd;
+        e.kind = req->kind;
         e.noreply = req->noreply;
-        e.key = _offset(req->key, stream);
+        /* A decoded key is compared by its bytes, the others by place. */
+        bool decoded = req->key == req->keybuf;
+        e.key = decoded ? IN_KEYBUF : _offset(req->key, stream);
+        e.key_hash = decoded ? util_hash(req->key, req->nkey) : 0;
         e.nkey = req->nkey;
-        e.keys = _offset(req->keys, stream);
+        e.keys = decoded ? IN_KEYBUF : _offset(req->keys, stream);
         e.keys_len = req->keys_len;
         e.nkeys = req->nkeys;
         e.flags = req->flags;
@@ -216,6 +324,9 @@ _record(struct run *run, size_t *nevents, enum proto_status st,
         e.level = req->level;
         e.args = _offset(req->args, stream);
         e.args_len = req->args_len;
+        e.meta = req->meta;
+        e.meta.opaque = NULL;
+        e.opaque = _offset(req->meta.opaque, stream);
     } else {
         e.error = p->error;
         e.error_cmd = p->error_cmd;
@@ -305,11 +416,17 @@ _parse_stream(struct run *run, char *stream, size_t len)
                            p.error != PROTO_ERR_HTTP);
                 if (p.error == PROTO_ERR_TOO_LARGE) {
                     /* process_error() drops the value of the key that a
-                     * too-large "set" names, so both must be right. */
-                    FUZZ_CHECK(p.error_cmd >= PROTO_CMD_SET &&
-                               p.error_cmd <= PROTO_CMD_CAS);
+                     * too-large "set" or "ms" names, so both must be
+                     * right. */
+                    FUZZ_CHECK((p.error_cmd >= PROTO_CMD_SET &&
+                                p.error_cmd <= PROTO_CMD_CAS) ||
+                               p.error_cmd == PROTO_CMD_MS);
                     FUZZ_CHECK(req.cmd == p.error_cmd);
-                    _check_key(req.key, req.nkey, win, consumed);
+                    if (req.cmd == PROTO_CMD_MS) {
+                        _check_meta_key(&req, win, consumed);
+                    } else {
+                        _check_key(req.key, req.nkey, win, consumed);
+                    }
                 }
             } else {
                 FUZZ_CHECK(st == PROTO_ECLOSE);

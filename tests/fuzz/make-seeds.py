@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz harnesses in tests/fuzz/corpus/.
 
-    tests/fuzz/make-seeds.py            rewrites corpus/{proto,ulog,repl}/
+    tests/fuzz/make-seeds.py            rewrites corpus/{proto,ulog,repl,bin}/
 
 The seeds are committed; this script documents how each was made and makes
 them again after a format change. It encodes update log records, record
 envelopes and replication frames itself, from the layouts in src/logrec.h,
-src/record.h and src/repl_proto.h (no third-party modules), so a seed is a
-second opinion on the format rather than a copy of the C encoder's output.
+src/record.h, src/repl_proto.h and memcached's binary protocol (no
+third-party modules), so a seed is a second opinion on the format rather
+than a copy of the C encoder's output.
 
 Seed names say what they cover. Every command and error path of the text
-protocol, valid and damaged log records, and every frame type, valid and
-damaged, should have one.
+protocol and the meta commands, every binary opcode and refusal, valid and
+damaged log records, and every frame type, valid and damaged, should have
+one.
 """
 import os
 import shutil
@@ -209,6 +211,55 @@ def proto_seeds():
         b"set a 0 0 1\r\n1\r\nget a b\r\nincr a 1\r\ndelete b\r\n"
         b"touch a 5\r\nset b 0 0 2 noreply\r\nxy\r\ngets a b\r\nquit\r\n",
         chunks=(0, 6, 12, 2))
+
+    # meta commands (src/proto_meta.c)
+    add("meta-mn-me", b"mn\r\nme k\r\nme Zm9v b\r\nme\r\nmn extra\r\n")
+    add("meta-mg-flags", b"mg k c f h k l Oabc s t u v q\r\nmg k\r\n"
+        b"mg k O\r\nmn\r\n")
+    add("meta-mg-tokens", b"mg k N30 R-5 T3600\r\nmg k t T10\r\n"
+        b"mg k T10 t\r\nmg k T+7 N-0 R4294967297\r\n")
+    add("meta-mg-proxy-hints", b"mg k Pfoo Lbar/ v\r\nmg k P P\r\n")
+    add("meta-ms", b"ms k 5 F4294967295 T-1 C18446744073709551615 E1 I MS q"
+        b"\r\nhello\r\nms k 0\r\n\r\nms k 4\r\n\r\n\r\n\r\nmn\r\n")
+    add("meta-ms-modes", b"".join(b"ms k 2 M%c\r\nab\r\n" % m
+                                  for m in b"SEAPR"))
+    add("meta-ms-chunked", b"ms key 10 T60 F3\r\n0123456789\r\nmn\r\n",
+        chunks=(0, 1, 4))
+    add("meta-md", b"md k I q C5 T30 k O1\r\nmd k\r\nmd k Pp Lx/\r\n")
+    add("meta-ma", b"ma k N0 J10 D5 MD C3 E4 v t c\r\nma k\r\n"
+        b"ma k D0 J18446744073709551615\r\nma k MI\r\nma k M+\r\n"
+        b"ma k M-\r\n")
+    add("meta-base64", b"mg Zm9vYmFy b v\r\nmg Zm9vYg== b\r\n"
+        b"mg IGEKAA== b\r\nms Zm9v 3 b T1\r\nabc\r\nmd Zm9v b q\r\n"
+        b"ma Zm9v b\r\n")
+    add("meta-base64-bad", b"mg Zm9 b\r\nmg Z=9v b\r\nmg !!!! b\r\n"
+        b"ms !!!! 3 b\r\nabc\r\nmd !!!! b\r\nma !!!! b\r\nmn\r\n")
+    add("meta-base64-long", b"mg " + b"enp6" * 83 + b"eg== b\r\nmg " +
+        b"enp6" * 83 + b"eno= b\r\n")
+    add("meta-flag-errors", b"mg k y\r\nmg k v v\r\nms k 3 y\r\nabc\r\n"
+        b"ms k 3 k Oa O2\r\nabc\r\nmd k x\r\nmd k k k\r\nma k v v\r\n"
+        b"mn\r\n")
+    add("meta-token-errors", b"mg k Ta\r\nmg k N\r\nmg k R\r\nmg k C\r\n"
+        b"mg k E1.5\r\nmg k J-3\r\nmg k Dx\r\nmg k F\r\nma k Dabc\r\n"
+        b"md k T\r\nms k 3 Tabc\r\nabc\r\nms k 3 F-1\r\nabc\r\nmn\r\n")
+    add("meta-opaque", b"mg k O" + b"o" * 31 + b"\r\nmg k O" + b"o" * 32 +
+        b"\r\nms k 3 O" + b"o" * 32 + b"\r\nabc\r\nmn\r\n")
+    add("meta-too-many", b"mg k c f h k l O q s t u v N1 R1 T1 C1 P L\r\n"
+        b"mg k c f h k l O q s t u v N1 R1 T1 C1 P L I\r\n"
+        b"md k" + b" v" * 30 + b"\r\n"
+        b"ms k 1 c f h k l O q s t u v N1 R1 T1 C1 P L\r\nx\r\nmn\r\n")
+    add("meta-modes-bad", b"ms k 3 MX\r\nabc\r\nms k 3 Ms\r\nabc\r\n"
+        b"ms k 3 M\r\nabc\r\nma k Md\r\nma k MII\r\nmn\r\n")
+    add("meta-command-line", b"mg\r\nms\r\nms k\r\nms k abc\r\nabc\r\n"
+        b"ms k -1\r\nmg " + b"k" * 251 + b" v\r\nms " + b"k" * 251 +
+        b" 3\r\nabc\r\nmg a\x01z v\r\nmn\r\n")
+    add("meta-ms-bad-chunk", b"ms k 3\r\nabcd\r\nms k 3 q\r\nabcXYmn\r\n")
+    add("meta-ms-too-large", b"ms big 100 T0 q\r\n" + b"v" * 100 +
+        b"\r\nmn\r\n", small=True)
+    add("meta-ms-too-large-chunked", b"ms Ymln 100 b\r\n" + b"v" * 100 +
+        b"\r\nmn\r\n", small=True, chunks=(3, 40, 0))
+    add("meta-pipeline", b"ms a 1 q\r\nx\r\nmg a v k c\r\nma n N0 J5\r\n"
+        b"md a q\r\nget a\r\nmn\r\n", chunks=(0, 6, 12, 2))
     return seeds
 
 
@@ -328,6 +379,134 @@ def repl_seeds():
     return seeds
 
 
+# memcached binary protocol (src/proto_bin.h)
+BIN_OPS = {
+    "get": 0x00, "set": 0x01, "add": 0x02, "replace": 0x03, "delete": 0x04,
+    "incr": 0x05, "decr": 0x06, "quit": 0x07, "flush": 0x08, "getq": 0x09,
+    "noop": 0x0A, "version": 0x0B, "getk": 0x0C, "getkq": 0x0D,
+    "append": 0x0E, "prepend": 0x0F, "stat": 0x10, "setq": 0x11,
+    "addq": 0x12, "replaceq": 0x13, "deleteq": 0x14, "incrq": 0x15,
+    "decrq": 0x16, "quitq": 0x17, "flushq": 0x18, "appendq": 0x19,
+    "prependq": 0x1A, "verbosity": 0x1B, "touch": 0x1C, "gat": 0x1D,
+    "gatq": 0x1E, "sasl-list": 0x20, "sasl-auth": 0x21, "sasl-step": 0x22,
+    "gatk": 0x23, "gatkq": 0x24,
+}
+
+
+def bframe(op, extras=b"", key=b"", value=b"", opaque=0, cas=0, magic=0x80,
+           nkey=None, nextras=None, body=None):
+    """A binary request; the lengths are computed unless given."""
+    if nkey is None:
+        nkey = len(key)
+    if nextras is None:
+        nextras = len(extras)
+    if body is None:
+        body = len(extras) + len(key) + len(value)
+    return (struct.pack(">BBHBBHIIQ", magic, BIN_OPS.get(op, op), nkey,
+                        nextras, 0, 0, body, opaque, cas) +
+            extras + key + value)
+
+
+def store_extras(flags=0, exptime=0):
+    return struct.pack(">II", flags, exptime)
+
+
+def arith_extras(delta=1, initial=0, exptime=0):
+    return struct.pack(">QQI", delta, initial, exptime)
+
+
+def bin_seeds():
+    """Byte 0: bit 0 = 64-byte item limit, bit 1 = repair frame lengths;
+    byte 1 % 8 = chunk sizes that follow."""
+    seeds = {}
+
+    def add(name, stream, small=False, repair=False, chunks=()):
+        assert len(chunks) < 8
+        head = bytes([(1 if small else 0) | (2 if repair else 0),
+                      len(chunks)]) + bytes(chunks)
+        seeds[name] = head + stream
+
+    ext = store_extras(5, 60)
+    exp = struct.pack(">I", 100)
+    for op in ("get", "getq", "getk", "getkq", "delete", "deleteq"):
+        add(op, bframe(op, key=b"k", opaque=7) + bframe("noop", opaque=8))
+    for op in ("set", "setq", "add", "addq", "replace", "replaceq"):
+        add(op, bframe(op, ext, b"k", b"hello", opaque=7) +
+            bframe("noop", opaque=8))
+    for op in ("append", "appendq", "prepend", "prependq"):
+        add(op, bframe(op, key=b"k", value=b"tail", opaque=7) +
+            bframe("noop", opaque=8))
+    for op in ("incr", "incrq", "decr", "decrq"):
+        add(op, bframe(op, arith_extras(3, 10, 0), b"n") +
+            bframe(op, arith_extras(1, 0, 0xFFFFFFFF), b"n", cas=9) +
+            bframe("noop"))
+    for op in ("touch", "gat", "gatq", "gatk", "gatkq"):
+        add(op, bframe(op, exp, b"k", opaque=3) + bframe("noop", opaque=4))
+    for op in ("quit", "quitq", "noop", "version", "sasl-list"):
+        add(op, bframe(op, opaque=0x12345678))
+    add("flush", bframe("flush") + bframe("flushq", exp) +
+        bframe("flush", struct.pack(">I", 0)))
+    add("stat", bframe("stat") + bframe("stat", key=b"settings") +
+        bframe("stat", key=b"items"))
+    add("sasl", bframe("sasl-list") +
+        bframe("sasl-auth", key=b"PLAIN", value=b"\0user\0pass") +
+        bframe("sasl-step", key=b"PLAIN", value=b"more"))
+    add("set-cas", bframe("set", ext, b"k", b"v", cas=0x1122334455667788) +
+        bframe("add", ext, b"k", b"v", cas=5) +
+        bframe("delete", key=b"k", cas=42))
+    add("key-250", bframe("get", key=b"k" * 250) +
+        bframe("set", ext, b"k" * 250, b"v"))
+    add("pipeline", bframe("getkq", key=b"a", opaque=1) +
+        bframe("set", store_extras(), b"bb", b"value", opaque=2) +
+        bframe("incr", arith_extras(), b"n", opaque=3) +
+        bframe("getq", key=b"ccc", opaque=4) + bframe("noop", opaque=5))
+    add("pipeline-chunked", bframe("getkq", key=b"a", opaque=1) +
+        bframe("set", store_extras(), b"bb", b"value", opaque=2) +
+        bframe("incr", arith_extras(), b"n", opaque=3) +
+        bframe("noop", opaque=5), chunks=(0, 6, 12, 2, 30))
+    add("pipeline-repaired", bframe("get", key=b"a", body=1000) +
+        bframe("set", ext, b"k", b"xyz", nkey=900) + bframe("noop"),
+        repair=True)
+
+    # refusals that close
+    add("bad-magic", bframe("get", key=b"k", magic=0x81))
+    add("text-line", b"get k\r\nget k\r\nget k\r\nget k\r\n")
+    add("key-longer-than-body", bframe("get", key=b"k", nkey=10, body=5) +
+        b"kkkk")
+    add("key-extras-longer-than-body", bframe("set", ext, b"kkkk", body=11))
+    add("set-no-extras", bframe("set", key=b"k", value=b"v"))
+    add("get-with-extras", bframe("get", b"\0" * 4, b"k"))
+    add("get-no-key", bframe("get"))
+    add("get-with-value", bframe("get", key=b"k", value=b"v"))
+    add("noop-with-key", bframe("noop", key=b"k"))
+    add("flush-8-extras", bframe("flush", b"\0" * 8))
+    add("incr-short-extras", bframe("incr", b"\0" * 19, b"n"))
+    add("key-251", bframe("get", key=b"k" * 251))
+    add("body-huge-get", bframe("get", key=b"k", body=0xFFFFFFFF))
+    add("body-huge-unknown", bframe(0x55, body=0xFFFFFFFF))
+
+    # refusals that carry on
+    add("unknown-opcodes", bframe("verbosity", exp, opaque=0xBEEF) +
+        bframe(0x1F) + bframe(0x40, b"abc", b"key", b"v") +
+        bframe(0xFF, opaque=1) + bframe("noop"))
+    add("set-too-large", bframe("setq", store_extras(), b"big", b"v" * 100,
+                                opaque=0x51) + bframe("noop", opaque=0x52),
+        small=True)
+    add("set-too-large-chunked", bframe("set", store_extras(), b"big",
+                                        b"v" * 300) + bframe("noop"),
+        small=True, chunks=(63, 3, 100, 0))
+    add("append-too-large", bframe("append", key=b"k", value=b"v" * 65) +
+        bframe("sasl-auth", key=b"PLAIN", value=b"v" * 65) + bframe("noop"),
+        small=True)
+    add("set-body-huge", bframe("set", store_extras(), b"k",
+                                body=0xFFFFFFFF) + bytes(200))
+    add("set-too-large-long-key", bframe("set", store_extras(), b"k" * 300,
+                                         b"v" * 100), small=True)
+    add("truncated", bframe("set", ext, b"k", b"hello")[:30])
+    add("header-only", bframe("get", key=b"k")[:24])
+    return seeds
+
+
 def write(kind, seeds):
     out = os.path.join(CORPUS, kind)
     shutil.rmtree(out, ignore_errors=True)
@@ -342,7 +521,7 @@ def main():
     if len(sys.argv) > 1:
         sys.exit(__doc__)
     for kind, make in (("proto", proto_seeds), ("ulog", ulog_seeds),
-                       ("repl", repl_seeds)):
+                       ("repl", repl_seeds), ("bin", bin_seeds)):
         n, size = write(kind, make())
         print(f"{kind}: {n} seeds, {size} bytes")
 
