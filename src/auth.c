@@ -188,6 +188,10 @@ auth_text(const struct auth *a, const char *msg, size_t len)
         return AUTH_MALFORMED;
     }
     size_t nuser = (size_t)(sp - msg);
-    return auth_check(a, msg, nuser, sp + 1, len - nuser - 1) ? AUTH_OK
-                                                              : AUTH_REFUSED;
+    const char *pass = sp;
+    while (pass < msg + len && *pass == ' ') {
+        pass++; /* memcached splits on runs of spaces */
+    }
+    size_t npass = (size_t)(msg + len - pass);
+    return auth_check(a, msg, nuser, pass, npass) ? AUTH_OK : AUTH_REFUSED;
 }

@@ -208,7 +208,9 @@ proto_meta_parse(struct proto_parser *p, struct proto_request *req,
     req->vlen = (size_t)vlen;
     size_t first = ms ? 3 : 2;
     enum proto_error err = PROTO_ERR_NONE;
-    if (ntok > META_MAX_TOKENS || rest != NULL) {
+    if (tok[1].len > PROTO_KEY_MAX) {
+        err = PROTO_ERR_FORMAT; /* memcached looks at the key first */
+    } else if (ntok > META_MAX_TOKENS || rest != NULL) {
         err = PROTO_ERR_META_TOO_MANY;
     }
     uint32_t seen = 0;

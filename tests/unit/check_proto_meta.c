@@ -406,17 +406,24 @@ START_TEST(test_base64_keys)
     _key_is(_one("md Zm9v b q\r\n"), "foo");
     _key_is(_one("ma Zm9v b\r\n"), "foo");
 
-    /* 250 decoded bytes fit; 251 do not. */
+    /* The key token is at most 250 characters, as memcached checks it
+     * before decoding: 186 bytes (248 characters) fit, 187 do not. */
     char raw[251];
     char line[512];
     char enc[400];
     memset(raw, 'z', sizeof(raw));
-    size_t n = proto_base64_encode(raw, 250, enc);
+    size_t n = proto_base64_encode(raw, 186, enc);
     snprintf(line, sizeof(line), "mg %.*s b\r\n", (int)n, enc);
-    ck_assert_uint_eq(_one(line)->nkey, 250);
-    n = proto_base64_encode(raw, 251, enc);
+    ck_assert_uint_eq(_one(line)->nkey, 186);
+    n = proto_base64_encode(raw, 187, enc);
     snprintf(line, sizeof(line), "mg %.*s b\r\n", (int)n, enc);
-    _refused(line, PROTO_ERR_META_KEY);
+    _refused(line, PROTO_ERR_FORMAT);
+    /* and before the flags */
+    memset(line, 'k', sizeof(line));
+    memcpy(line, "mg ", 3);
+    memcpy(line + 3 + 251, " y\r\n", 5);
+    line[3 + 251 + 5] = '\0';
+    _refused(line, PROTO_ERR_FORMAT);
 
     /* Not base64: "error decoding key" for mg, ms and me ... */
     _expect("mg Zm9 b\r\n", "ERR KEY|");
