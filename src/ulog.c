@@ -6,6 +6,7 @@
 #include "ulog_internal.h"
 
 #include <dirent.h>
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -563,16 +564,17 @@ _rotate(struct ulog *u)
 {
     char err[512];
 
-    /* The old segment is complete: make it durable before moving on. */
-    if (u->o.fsync != ULOG_FSYNC_NEVER && fdatasync(u->active_fd) != 0) {
+    /* U9: the old segment is complete: make it durable before moving on,
+     * whatever the policy (one fdatasync per -ulim of log). */
+    if (fdatasync(u->active_fd) != 0) {
         log_limited(u->o.log, LOG_ERROR, "ulog: fdatasync: %s",
                     strerror(errno));
         return errno == ENOSPC ? ULOG_ENOSPC : ULOG_EIO;
     }
-    if (u->o.fsync != ULOG_FSYNC_NEVER) {
-        u->synced_lsn = u->last_lsn;
-        _publish_locked(u);
-    }
+    assert(u->last_lsn >= u->synced_lsn);
+    u->syncs++;
+    u->synced_lsn = u->last_lsn;
+    _publish_locked(u);
     int old_fd = dup(u->active_fd);
     uint64_t old_size = u->segs[u->nsegs - 1].size;
     uint64_t no = u->segs[u->nsegs - 1].no + 1;

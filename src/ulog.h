@@ -43,6 +43,12 @@
  *   U8. Every change to the directory (a new segment, a removed one, the
  *       checkpoint file) is followed by an fsync of the directory before
  *       anything relies on it.
+ *   U9. A segment is fdatasynced before the next one is created, under
+ *       every policy, "never" included. So only the last segment can end
+ *       in records a power cut lost, and U3's cut is the only repair the
+ *       log ever needs: under "never" a cut could otherwise leave a hole
+ *       in a middle segment followed by records that survived, and
+ *       kurad would refuse to start on it.
  *
  * Threads: appenders (workers, the replication receiver) call
  * ulog_append(); under the "always" policy a sync thread fdatasyncs

@@ -82,6 +82,8 @@ KILL_WAIT = 30.0        # SIGKILL to reaped
 CATCHUP_WAIT = 90.0     # a follower catching up with its master
 VERIFY_WAIT = 300.0     # one kura verify run
 OPTIMIZE_WAIT = 120.0
+RESYNC_CYCLES = 10      # cuts on one resync scenario (each sends the whole database)
+FILL_KEYS = 10000       # --own-keys of the bench that fills a resync master
 CUT_WAIT = 10.0         # an armed trigger after the event that should fire it
 
 INTERESTING = re.compile(r"not closed cleanly|rebuilt|redo:|torn|never completed|"
@@ -116,6 +118,10 @@ def sleep_until(t):
     d = t - now()
     if d > 0:
         time.sleep(d)
+
+
+def indented(lines):
+    return "\n".join("      " + x for x in lines)
 
 
 def tail(path, n=40):
@@ -538,6 +544,7 @@ class CutResult:
         self.rebuilt = 0
         self.redo = 0
         self.bad_stops = []
+        self.log_errors = []    # ERROR lines of kurads started after the cut
         self.errors = []        # harness errors: the cut proved nothing
         self.notes = []
         self.findings = []      # text blocks for the report
@@ -635,13 +642,16 @@ class Runner:
         self.h = h
         self.args = h.args
         self.scen = {}          # kind -> live Scenario
-        self.results = []
 
     # -- helpers -----------------------------------------------------------------
 
     def scenario(self, kind, nbacking=1):
         s = self.scen.get(kind)
-        if s is not None and (s.dead or s.cycles >= self.args.scenario_cycles):
+        # A resync sends the whole database each cycle: keep those smaller.
+        limit = self.args.scenario_cycles
+        if kind.startswith("resync"):
+            limit = min(limit, RESYNC_CYCLES)
+        if s is not None and (s.dead or s.cycles >= limit):
             if not s.failed:
                 s.remove()
             s = None
@@ -651,8 +661,8 @@ class Runner:
         return s
 
     def mount(self, s, i, seed, idx):
-        m = CrashMount(self.h, s.backings[i], s.path("mnt", "m%d" % i),
-                       s.path("ctl%d.sock" % i), seed, s.path("logs", "crashfs-c%d-%d.log" % (idx, i)))
+        m = CrashMount(self.h, s.backings[i], s.path("mnt", "m%d" % i), s.path("ctl%d.sock" % i),
+                       seed, s.path("logs", "crashfs-c%d-%d.log" % (idx, i)))
         return m.start()
 
     def log_path(self, s, idx, role):
@@ -693,23 +703,28 @@ class Runner:
             k.kill9()
             k.reap()
             if k.port_taken():
-                raise HarnessError("%s: port %d was taken: %s" % (role, k.port, " | ".join(tail(log, 3))))
+                raise HarnessError("%s: port %d was taken: %s" %
+                                   (role, k.port, " | ".join(tail(log, 3))))
             r.refused += 1
             s.dead = s.failed = True
             r.findings.append("%s refused to start on %s (%s); its log:\n%s" % (
                 role, db, "exit %s" % rc if rc is not None else
                 "no answer in %.0f s" % RESTART_WAIT,
-                "\n".join("      " + x for x in tail(log, 30) + tail(log + ".out", 10))))
+                indented(tail(log, 30) + tail(log + ".out", 10))))
             self.diagnose(s, r)
             return None
         return k
 
     def stop(self, k, r):
         rc = k.terminate(STOP_WAIT)
+        # It ran on an intact file system: any ERROR it logged is worth a look.
+        for line in tail(k.log_path, 2000):
+            if " ERROR " in line:
+                r.log_errors.append("%s: %s" % (k.name, line.split(" ", 1)[-1]))
         if rc != 0:
             r.bad_stops.append("%s exited with %s after SIGTERM" % (k.name, rc))
             r.findings.append("%s did not stop cleanly (exit %s); log tail:\n%s" % (
-                k.name, rc, "\n".join("      " + x for x in tail(k.log_path, 15))))
+                k.name, rc, indented(tail(k.log_path, 15))))
 
     def check_acks(self, s, r, newest, ports):
         """Verifies every ack log of the scenario against ports: the newest
@@ -721,7 +736,7 @@ class Runner:
             if v["error"]:
                 r.errors.append("verify %s: %s" % (a.label, v["error"]))
                 r.findings.append("kura verify could not check %s against %s:\n%s" % (
-                    a.label, ports, "\n".join("      " + x for x in v["output"].splitlines()[-15:])))
+                    a.label, ports, indented(v["output"].splitlines()[-15:])))
                 continue
             r.nan += v["nan"]
             if a in newest:
@@ -739,8 +754,8 @@ class Runner:
         for a, v in worst:
             r.findings.append("ack log %s (%s) on ports %s:\n%s" % (
                 a.label, "this cut" if a in newest else "an earlier cut", ports,
-                "\n".join("      " + x for x in v["ports"] + v["bad"])))
-        if worst:
+                indented(v["ports"] + v["bad"])))
+        if worst and (self.args.fsync == "always" or any(v["nan"] for _, v in worst)):
             self.diagnose(s, r)
 
     def diagnose(self, s, r):
@@ -757,12 +772,18 @@ class Runner:
             shutil.copytree(src, work, symlinks=True)
             rc, out = self.h.run([self.h.kura, "check", db_of(work)], 300)
             r.findings.append("kura check %s (post-cut copy) -> exit %s:\n%s" % (
-                db_of(src), rc, "\n".join("      " + x for x in out.splitlines()[-15:])))
+                db_of(src), rc, indented(out.splitlines()[-15:])))
             ulog = os.path.join(work, "data", "kura.ulog")
             if os.path.isdir(ulog):
-                rc, out = self.h.run([self.h.kura, "ulog", "verify", ulog], 300)
-                r.findings.append("kura ulog verify (post-cut copy) -> exit %s:\n%s" % (
-                    rc, "\n".join("      " + x for x in out.splitlines()[-10:])))
+                argv = [self.h.kura, "ulog", "verify", ulog]
+                try:
+                    with open(os.path.join(ulog, "checkpoint")) as f:
+                        argv += ["--after", f.read().split()[1]]   # "checkpoint LSN ..."
+                except (OSError, IndexError):
+                    pass
+                rc, out = self.h.run(argv, 300)
+                r.findings.append("%s (post-cut copy) -> exit %s:\n%s" % (
+                    " ".join(argv[1:3] + argv[4:]), rc, indented(out.splitlines()[-10:])))
                 try:
                     listing = sorted(os.listdir(os.path.join(src, "data", "kura.ulog")))
                     r.findings.append("post-cut ulog dir: " + " ".join(listing))
@@ -839,8 +860,8 @@ class Runner:
         m = self.mount(s, 0, seed, r.idx)
         k = bench = None
         try:
-            k, ready = start_kurad(self.h, "kurad", db_of(m.mnt), self.log_path(s, r.idx, "mounted"),
-                                   lambda p: [], START_WAIT)
+            k, ready = start_kurad(self.h, "kurad", db_of(m.mnt),
+                                   self.log_path(s, r.idx, "mounted"), lambda p: [], START_WAIT)
             if not ready:
                 s.dead = s.failed = True
                 raise HarnessError("kurad did not start on the mount (before any cut): %s" %
@@ -935,10 +956,11 @@ class Runner:
             procs.append(master)
             if not ready:
                 s.dead = s.failed = True
-                raise HarnessError("the master did not start: " + " | ".join(tail(master.log_path, 8)))
+                raise HarnessError("the master did not start: " +
+                                   " | ".join(tail(master.log_path, 8)))
             fill = s.new_ack(r.idx, "f")
             s.acks.append(fill)
-            b = Bench(self.h, master.port, fill.path, fill.label + ":", 1.5, value_size, 20000,
+            b = Bench(self.h, master.port, fill.path, fill.label + ":", 1.5, value_size, FILL_KEYS,
                       self.log_path(s, r.idx, "bench-fill")).start()
             procs.append(b)
             r.acked += b.wait()
@@ -968,8 +990,7 @@ class Runner:
                 return
             procs.append(k2)
             if not self.catch_up(k2.port, mp, r, "standby"):
-                r.findings.append("standby log tail:\n" + "\n".join(
-                    "      " + x for x in tail(k2.log_path, 15)))
+                r.findings.append("standby log tail:\n" + indented(tail(k2.log_path, 15)))
             self.check_acks(s, r, [fill, live], [mp, k2.port])
             self.stop(k2, r)
             self.stop(master, r)
@@ -1007,7 +1028,7 @@ class Runner:
             mp = master.port
             fill = s.new_ack(r.idx, "f")
             s.acks.append(fill)
-            b = Bench(self.h, mp, fill.path, fill.label + ":", 1.5, value_size, 20000,
+            b = Bench(self.h, mp, fill.path, fill.label + ":", 1.5, value_size, FILL_KEYS,
                       self.log_path(s, r.idx, "bench-fill")).start()
             procs.append(b)
             r.acked += b.wait()
@@ -1038,8 +1059,7 @@ class Runner:
                 return
             procs.append(k2)
             if not self.catch_up(standby.port, mp, r, "standby"):
-                r.findings.append("standby log tail:\n" + "\n".join(
-                    "      " + x for x in tail(standby.log_path, 15)))
+                r.findings.append("standby log tail:\n" + indented(tail(standby.log_path, 15)))
             self.check_acks(s, r, [fill, live], [mp, standby.port])
             self.stop(standby, r)
             self.stop(k2, r)
@@ -1067,8 +1087,8 @@ class Runner:
             procs += kurads
             if not all(k.alive() and answers_version(k.port) for k in kurads):
                 s.dead = s.failed = True
-                raise HarnessError("the pair did not start on the mounts: " +
-                                   " | ".join(tail(kurads[0].log_path, 5) + tail(kurads[1].log_path, 5)))
+                raise HarnessError("the pair did not start on the mounts: " + " | ".join(
+                    tail(kurads[0].log_path, 5) + tail(kurads[1].log_path, 5)))
             acks = [s.new_ack(r.idx, t) for t in "ab"]
             s.acks += acks
             benches = [Bench(self.h, kurads[i].port, acks[i].path, acks[i].label + ":", LOAD_S,
@@ -1098,8 +1118,8 @@ class Runner:
             ports = [k.port for k in k2]
             for f, mm in ((0, 1), (1, 0)):
                 if not self.catch_up(ports[f], ports[mm], r, k2[f].name):
-                    r.findings.append("%s log tail:\n%s" % (k2[f].name, "\n".join(
-                        "      " + x for x in tail(k2[f].log_path, 15))))
+                    r.findings.append("%s log tail:\n%s" % (
+                        k2[f].name, indented(tail(k2[f].log_path, 15))))
             self.check_acks(s, r, acks, ports)
             for k in k2:
                 self.stop(k, r)
@@ -1144,7 +1164,7 @@ class Runner:
             r.findings.append("%s refused to start on %s (%s); its log:\n%s" % (
                 k.name, k.db, "exit %s" % rc if rc is not None else
                 "no answer in %.0f s" % deadline,
-                "\n".join("      " + x for x in tail(k.log_path, 30) + tail(k.log_path + ".out", 10))))
+                indented(tail(k.log_path, 30) + tail(k.log_path + ".out", 10))))
             out.append(None)
         if any(k is None for k in out):
             kill_all(ks)
@@ -1261,12 +1281,16 @@ def print_cut(h, r, n):
         line += "; OLDER CUTS: %d missing %d stale" % (r.old_lost, r.old_stale)
     if r.nan:
         line += "; %d HALF-APPLIED" % r.nan
+    if r.log_errors:
+        line += "; %d ERROR lines logged after the restart" % len(r.log_errors)
     line += "; restart %s (%.1fs)" % (", ".join(recov), r.seconds)
     h.log(line)
     for e in r.errors:
         h.log("    error: " + e)
     for b in r.bad_stops:
         h.log("    " + b)
+    for e in r.log_errors[:10]:
+        h.log("    logged: " + e)
     if h.verbose or r.failed(h.args.fsync):
         for note in r.notes:
             h.log("    " + note)
@@ -1306,10 +1330,12 @@ def print_summary(h, results, moments, modes, elapsed):
           "before the fallback cut; unclean/rebuilt: restarts that found the database not "
           "closed cleanly / rebuilt it; redo: log records redone)")
     h.log("rebuilds: %d; unclean restarts: %d; redo records: %d; older cuts' writes lost: %d "
-          "missing %d stale; half-applied values: %d; harness errors: %d; unclean stops: %d" % (
+          "missing %d stale; half-applied values: %d; harness errors: %d; unclean stops: %d; "
+          "cuts whose restarted kurads logged ERROR: %d" % (
               sum(r.rebuilt for r in results), sum(r.unclean for r in results),
               sum(r.redo for r in results), sum(r.old_lost for r in results),
-              sum(r.old_stale for r in results), nan, errs, stops))
+              sum(r.old_stale for r in results), nan, errs, stops,
+              sum(1 for r in results if r.log_errors)))
     h.log("seed %d, -fsync %s, %.0f s" % (h.args.seed, h.args.fsync, elapsed))
     h.log("%d cuts, %d refused to start, %d acknowledged writes lost, %d stale" % (n, R, L, S))
     if h.args.fsync == "always":
@@ -1326,7 +1352,8 @@ def parse_args(argv):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kurad", default=os.path.join(REPO, "build", "src", "kurad"))
     ap.add_argument("--kura", default=os.path.join(REPO, "build", "tools", "kura"))
-    ap.add_argument("--crashfs", default=os.path.join(REPO, "build", "tests", "crashfs", "crashfs"),
+    ap.add_argument("--crashfs",
+                    default=os.path.join(REPO, "build", "tests", "crashfs", "crashfs"),
                     help="crashfs binary, built by the caller (default %(default)s)")
     ap.add_argument("--cuts", type=int, default=20)
     ap.add_argument("--seed", type=int, default=None)
@@ -1337,7 +1364,8 @@ def parse_args(argv):
     ap.add_argument("--budget", type=float, default=None,
                     help="stop starting new cuts after this many seconds")
     ap.add_argument("--scenario-cycles", type=int, default=30,
-                    help="cuts on one BACKING before a new scenario starts (default 30)")
+                    help="cuts on one BACKING before a new scenario starts "
+                         "(default 30; resync scenarios at most %d)" % RESYNC_CYCLES)
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args(argv)
     a.modes = [x for x in a.modes.split(",") if x]

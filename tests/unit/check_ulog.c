@@ -214,6 +214,36 @@ START_TEST(test_u1_append_read_rotation)
 }
 END_TEST
 
+/*
+ * U9: under "never", a finished segment is still synced before the next
+ * one starts: every record before the newest segment is durable, so a
+ * power cut cannot leave a hole in the middle of the log.
+ */
+START_TEST(test_u9_segment_synced_at_rotation_under_never)
+{
+    struct ulog_recovery rec;
+    struct ulog *u = _open(4096, 0, &rec);
+    char key[32];
+    int rotations = 0;
+    for (int i = 0; i < 300; i++) {
+        struct ulog_stats st;
+        ulog_stats(u, &st);
+        uint32_t segs = st.segments;
+        uint64_t syncs = st.syncs;
+        snprintf(key, sizeof(key), "k%d", i);
+        (void)_append(u, key, "0123456789");
+        ulog_stats(u, &st);
+        if (st.segments > segs) {
+            /* this append rotated: the old segment was fdatasynced */
+            ck_assert_uint_gt(st.syncs, syncs);
+            rotations++;
+        }
+    }
+    ck_assert_int_gt(rotations, 3);
+    ulog_close(u);
+}
+END_TEST
+
 /* Polls until the sync thread has zeroed space ahead of the end. */
 static bool
 _wait_prepared(struct ulog *u)
@@ -615,6 +645,7 @@ ulog_suite(void)
     tc = tcase_create("log");
     tcase_add_checked_fixture(tc, _setup, _teardown);
     tcase_add_test(tc, test_u1_append_read_rotation);
+    tcase_add_test(tc, test_u9_segment_synced_at_rotation_under_never);
     tcase_add_test(tc, test_u2_always_syncs_after_reopen);
     tcase_add_test(tc, test_want_sync_of_durable_lsn_calls_back);
     tcase_add_test(tc, test_prepared_zeros_never_overwrite_appends);
