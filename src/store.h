@@ -21,7 +21,10 @@
  * any subset of later pages, some of them torn at 512-byte boundaries.
  * Nothing here can stop that; instead every later change is recoverable
  * from the update log, and the file is proven sound, or rebuilt, before
- * Tokyo Cabinet sees it. Invariants (tests cite these numbers):
+ * Tokyo Cabinet sees it. Invariants (tests cite these numbers; the
+ * power-cut harness, tests/powercut/powercut.py, proves what they add up
+ * to: PC1 kurad restarts by itself, PC2 no acknowledged write is lost or
+ * stale under -fsync always, PC3 nothing is half-applied):
  *
  *   D1. Under -fsync always the file is changed only by changes whose log
  *       records are already durable (txn.h applies a group of changes only
@@ -52,8 +55,8 @@
  *
  * Under -fsync N, -fsync never, -uas and -ulog off, D1 does not hold: a
  * record changed shortly before a power cut can be lost along with its
- * earlier value (README, "What survives what"). D2-D7 still hold, so
- * kurad always starts by itself.
+ * earlier value (README, "What survives what"; PC6). D2-D7 still hold,
+ * so kurad always starts by itself (PC1).
  *
  * store.c also defines sched_yield() as a no-op for the whole process, to
  * silence the micro-yields compiled into Debian's Tokyo Cabinet (see there).

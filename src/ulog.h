@@ -48,7 +48,7 @@
  *       in records a power cut lost, and U3's cut is the only repair the
  *       log ever needs: under "never" a cut could otherwise leave a hole
  *       in a middle segment followed by records that survived, and
- *       kurad would refuse to start on it.
+ *       kurad would refuse to start on it (tests/powercut PC1).
  *
  * Threads: appenders (workers, the replication receiver) call
  * ulog_append(); under the "always" policy a sync thread fdatasyncs

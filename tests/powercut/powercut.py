@@ -46,6 +46,23 @@ state BACKING held right after a failing cut is kept (with --keep) as
 postcut/ in its scenario directory: starting kurad on a copy of it replays
 the recovery exactly.
 
+What each cut asserts (src/store.h D1-D7, src/ulog.h U3, U7, U9 and
+src/txn.h T8 cite these numbers):
+
+  PC1  kurad starts again by itself on what the disk kept, with no flag
+       and no manual step, under every policy (R counts failures).
+  PC2  under -fsync always, every write acknowledged before the cut, in
+       this cut and every earlier cut of the scenario, reads back with the
+       acknowledged value or a later one: none missing (L), none stale (S).
+  PC3  no value is ever half-applied, under every policy: a value reads
+       back whole or not at all.
+  PC4  both masters of a pair cut together restart, converge, and hold
+       every write either of them acknowledged (PC2 checked on both).
+  PC5  once restarted, kurad logs no ERROR about what it recovered and
+       stops cleanly (exit 0) on SIGTERM.
+  PC6  under -fsync 100 and never, the losses are reported, not failed:
+       README's "What survives what" bounds them.
+
 Ends with the line `N cuts, R refused to start, L acknowledged writes lost,
 S stale`, a table per mode x moment and the seed. Exit 0 when R, L and S
 are 0 (with -fsync 100 or never, when R is 0 and no value was half
@@ -552,9 +569,11 @@ class CutResult:
         self.seconds = 0.0
 
     def failed(self, fsync):
+        # PC1 (refused), PC3 (nan), PC5 (bad stops); errors: the cut proved
+        # nothing.
         if self.refused or self.errors or self.bad_stops or self.nan:
             return True
-        if fsync == "always":
+        if fsync == "always":  # PC2, PC4; PC6 otherwise
             return bool(self.lost or self.stale or self.old_lost or self.old_stale)
         return False
 
