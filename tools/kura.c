@@ -30,6 +30,7 @@
 #include "lagprobe.h"
 #include "load.h"
 #include "optimize.h"
+#include "ping.h"
 #include "stallwatch.h"
 #include "ulog_cmd.h"
 #include "util.h"
@@ -51,6 +52,8 @@ _usage(FILE *out)
             "  check       check a database file's structure\n"
             "  optimize    rebuild a stopped database, e.g. with a larger "
             "bnum\n"
+            "  ping        is a server answering and accepting writes "
+            "(exit 0)?\n"
             "  version     print the version\n"
             "\n"
             "kura bench [--host H] [--port P] [--conns N] [--pipeline D]\n"
@@ -70,7 +73,9 @@ _usage(FILE *out)
             "kura ulog verify DIR\n"
             "kura ulog replay DIR DBNAME [--after LSN]\n"
             "kura check DBNAME\n"
-            "kura optimize DBNAME[#bnum=N#apow=N#fpow=N#opts=...]\n");
+            "kura optimize DBNAME[#bnum=N#apow=N#fpow=N#opts=...]\n"
+            "kura ping [--host H] [--port P] [--timeout MS] [--auth FILE]\n"
+            "          [--quiet]\n");
 }
 
 static int
@@ -304,6 +309,9 @@ main(int argc, char **argv)
     }
     if (strcmp(argv[1], "optimize") == 0) {
         return optimize_cmd(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "ping") == 0) {
+        return ping_cmd(argc - 1, argv + 1);
     }
     if (strcmp(argv[1], "version") == 0) {
         printf("kura %s\n", PACKAGE_VERSION);

@@ -601,6 +601,38 @@ START_TEST(test_bench_ops_mode_has_no_false_errors)
 }
 END_TEST
 
+/* kura ping, the health check: 0 when the server answers and accepts
+ * writes, 2 when nothing answers; with -auth only with the password. */
+START_TEST(test_ping)
+{
+    char port[16];
+    struct tool_run t;
+    snprintf(port, sizeof(port), "%d", k.port);
+    _run(&t, (const char *const[]){"ping", "--port", port, NULL}, 0);
+    ck_assert_ptr_nonnull(strstr(t.out, "accepting writes"));
+    ck_assert_int_eq(kura_stop(&k, 20000), 0);
+    _run(&t, (const char *const[]){"ping", "--port", port, "--timeout", "500",
+                                   NULL},
+         2);
+    /* The same server with -auth: the password file opens the door. */
+    char users[600];
+    snprintf(users, sizeof(users), "%s/users", k.dir);
+    FILE *f = fopen(users, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("op:secret\n", f);
+    fclose(f);
+    ck_assert_int_eq(chmod(users, 0600), 0);
+    k.args[k.nargs++] = "-auth";
+    k.args[k.nargs++] = users;
+    ck_assert_int_eq(kura_launch(&k), 0);
+    _run(&t, (const char *const[]){"ping", "--port", port, NULL}, 2);
+    ck_assert_ptr_nonnull(strstr(t.err, "authentication"));
+    _run(&t, (const char *const[]){"ping", "--port", port, "--auth", users,
+                                   NULL},
+         0);
+}
+END_TEST
+
 static Suite *
 tools_suite(void)
 {
@@ -615,6 +647,7 @@ tools_suite(void)
     tcase_add_test(tc, test_load_reports_bad_lines);
     tcase_add_test(tc, test_stallwatch_json);
     tcase_add_test(tc, test_bench_ops_mode_has_no_false_errors);
+    tcase_add_test(tc, test_ping);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
