@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "proto_bin.h"
+#include "proto_http.h"
+#include "reply.h"
 
 /* Free space offered to each read(2). */
 #define CONN_READ_MIN 16384
@@ -248,14 +250,32 @@ _process(struct conn *c)
                 break;
             }
         }
-        enum proto_status st =
-            c->wire == PROTO_KIND_BINARY
-                ? proto_bin_parse(&c->parser, buf_head(&c->in),
-                                  buf_len(&c->in), &consumed, &req)
-                : proto_parse(&c->parser, buf_head(&c->in), buf_len(&c->in),
-                              &consumed, &req);
+        enum proto_status st;
+        switch (c->wire) {
+        case PROTO_KIND_BINARY:
+            st = proto_bin_parse(&c->parser, buf_head(&c->in),
+                                 buf_len(&c->in), &consumed, &req);
+            break;
+        case PROTO_KIND_HTTP:
+            st = proto_http_parse(&c->parser, buf_head(&c->in),
+                                  buf_len(&c->in), &consumed, &req);
+            break;
+        default:
+            st = proto_parse(&c->parser, buf_head(&c->in), buf_len(&c->in),
+                             &consumed, &req);
+            break;
+        }
         if (st == PROTO_EUNFIN) {
             buf_consume(&c->in, consumed);
+            if (c->parser.http_continue) {
+                /* The head is in, the body is not: ask for it. */
+                c->parser.http_continue = false;
+                c->parser.http_continue_sent = true;
+                if (!reply_http_continue(&c->out)) {
+                    _close(c);
+                    return;
+                }
+            }
             break;
         }
         if (st == PROTO_OK) {

@@ -1,11 +1,13 @@
 /*
- * daemon: pid file locking, -kl, daemonising, rlimits (see daemon.h).
+ * daemon: pid file locking, -kl, daemonising, systemd notification,
+ * rlimits (see daemon.h).
  */
 #include "daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,6 +235,74 @@ daemon_notify(int notify_fd, const char *error)
         (void)w;
     }
     close(notify_fd);
+}
+
+int
+daemon_sd_open(struct daemon_sd *sd, char *err, size_t errlen)
+{
+    const char *name = getenv("NOTIFY_SOCKET");
+    size_t n = name != NULL ? strlen(name) : 0;
+    size_t max = sizeof(sd->addr.sun_path);
+
+    memset(sd, 0, sizeof(*sd));
+    sd->fd = -1;
+    if (n == 0) {
+        unsetenv("NOTIFY_SOCKET");
+        return 0;
+    }
+    /* A path needs room for its NUL; an abstract name has none. */
+    if (!((name[0] == '/' && n < max) || (name[0] == '@' && n <= max))) {
+        snprintf(err, errlen, "NOTIFY_SOCKET=%.64s%s: not a socket path or "
+                 "@abstract name that fits a socket address", name,
+                 n > 64 ? "..." : "");
+        unsetenv("NOTIFY_SOCKET");
+        return -1;
+    }
+    sd->addr.sun_family = AF_UNIX;
+    memcpy(sd->addr.sun_path, name, n);
+    sd->addrlen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+    if (name[0] == '@') {
+        sd->addr.sun_path[0] = '\0'; /* abstract: the length marks its end */
+    } else {
+        sd->addrlen++;               /* the path's NUL */
+    }
+    unsetenv("NOTIFY_SOCKET");
+    sd->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (sd->fd < 0) {
+        snprintf(err, errlen, "cannot make a socket for NOTIFY_SOCKET: %s",
+                 strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int
+daemon_sd_notify(struct daemon_sd *sd, const char *state)
+{
+    if (sd == NULL || sd->fd < 0) {
+        return 0;
+    }
+    size_t n = strlen(state);
+    for (;;) {
+        ssize_t w = sendto(sd->fd, state, n, MSG_NOSIGNAL,
+                           (const struct sockaddr *)&sd->addr, sd->addrlen);
+        if (w >= 0) {
+            return 0;
+        }
+        if (errno != EINTR) {
+            return -1;
+        }
+    }
+}
+
+void
+daemon_sd_close(struct daemon_sd *sd)
+{
+    if (sd == NULL || sd->fd < 0) {
+        return;
+    }
+    close(sd->fd);
+    sd->fd = -1;
 }
 
 uint64_t

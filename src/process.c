@@ -347,9 +347,12 @@ _store(struct process_ctx *ctx, const struct proto_request *req,
             return process_result_of(
                 reply_result(out, req, REPLY_TOO_LARGE, NULL));
         }
-        /* The command's flags and exptime are ignored, as by memcached. */
+        /* The command's flags and exptime are ignored, as by memcached;
+         * an HTTP Content-Type stays. */
         m.flags = cur.meta.flags;
         m.exptime = cur.meta.exptime;
+        m.ctype = cur.meta.ctype;
+        m.nctype = cur.meta.nctype;
         if (req->cmd == PROTO_CMD_APPEND) {
             v1 = cur.value;
             l1 = cur.vlen;
@@ -638,6 +641,9 @@ process_request(struct process_ctx *ctx, struct process_session *sess,
                 const struct proto_request *req, size_t *cursor,
                 struct buf *out, size_t watermark)
 {
+    if (req->kind == PROTO_KIND_HTTP) {
+        return process_http(ctx, req, out); /* its own auth and -mask */
+    }
     const struct auth *auth = ctx->env->auth;
     if (auth != NULL && auth->enabled && !sess->authenticated &&
         !_allowed_before_auth(req)) {

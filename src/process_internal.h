@@ -88,4 +88,15 @@ enum process_result process_stats(struct process_ctx *ctx,
                                   const struct proto_request *req,
                                   struct buf *out);
 
+/* HTTP requests (process_http.c). */
+enum process_result process_http(struct process_ctx *ctx,
+                                 const struct proto_request *req,
+                                 struct buf *out);
+
+/* GET /-/metrics: every stats figure in Prometheus' text format
+ * (process_stats.c). */
+enum process_result process_metrics_http(struct process_ctx *ctx,
+                                         const struct proto_request *req,
+                                         struct buf *out);
+
 #endif

@@ -214,6 +214,8 @@ _ms(struct process_ctx *ctx, const struct proto_request *req,
         }
         m.flags = cur.meta.flags;
         m.exptime = cur.meta.exptime;
+        m.ctype = cur.meta.ctype;
+        m.nctype = cur.meta.nctype;
         if (mode == 'A') {
             v1 = cur.value;
             l1 = cur.vlen;

@@ -44,6 +44,10 @@ static const struct cmd_name cmd_names[PROTO_CMD_COUNT] = {
     [PROTO_CMD_SASL_LIST] = NAME("sasl_list_mechs"),
     [PROTO_CMD_SASL_AUTH] = NAME("sasl_auth"),
     [PROTO_CMD_SASL_STEP] = NAME("sasl_step"),
+    [PROTO_CMD_HTTP_GET] = NAME("HTTP GET"),
+    [PROTO_CMD_HTTP_PUT] = NAME("HTTP PUT"),
+    [PROTO_CMD_HTTP_DELETE] = NAME("HTTP DELETE"),
+    [PROTO_CMD_HTTP_ADMIN] = NAME("HTTP /-/"),
 };
 
 const char *
@@ -102,7 +106,14 @@ proto_class(const struct proto_request *req)
                    ? PROTO_CMD_DECR
                    : PROTO_CMD_INCR;
     case PROTO_CMD_ME:
+    case PROTO_CMD_HTTP_GET:
         return PROTO_CMD_GET;
+    case PROTO_CMD_HTTP_PUT:
+        return PROTO_CMD_SET;
+    case PROTO_CMD_HTTP_DELETE:
+        return PROTO_CMD_DELETE;
+    case PROTO_CMD_HTTP_ADMIN:
+        return PROTO_CMD_STATS;
     default:
         return req->cmd;
     }
@@ -188,6 +199,12 @@ proto_detect(struct proto_parser *p, unsigned char first,
 {
     if (first == 0x80) {
         *kind = PROTO_KIND_BINARY;
+        return PROTO_OK;
+    }
+    /* Every HTTP method is upper case; memcached's commands are lower case
+     * but for a replication peer's REPL. */
+    if (p->limits.http && first >= 'A' && first <= 'Z' && first != 'R') {
+        *kind = PROTO_KIND_HTTP;
         return PROTO_OK;
     }
     *kind = PROTO_KIND_TEXT;

@@ -73,6 +73,10 @@ enum proto_cmd {
     PROTO_CMD_SASL_LIST, /* binary SASL: list mechanisms */
     PROTO_CMD_SASL_AUTH, /* binary SASL: start */
     PROTO_CMD_SASL_STEP, /* binary SASL: continue */
+    PROTO_CMD_HTTP_GET,    /* HTTP GET and HEAD of a key */
+    PROTO_CMD_HTTP_PUT,    /* HTTP PUT and POST: store the body */
+    PROTO_CMD_HTTP_DELETE, /* HTTP DELETE */
+    PROTO_CMD_HTTP_ADMIN,  /* HTTP under /-/: health, metrics */
     PROTO_CMD_COUNT
 };
 
@@ -81,6 +85,7 @@ enum proto_kind {
     PROTO_KIND_TEXT,
     PROTO_KIND_META,
     PROTO_KIND_BINARY,
+    PROTO_KIND_HTTP,
 };
 
 enum proto_status {
@@ -116,6 +121,8 @@ enum proto_error {
     PROTO_ERR_BIN_EINVAL,      /* Invalid arguments */
     PROTO_ERR_BIN_UNKNOWN,     /* Unknown command */
     PROTO_ERR_BIN_FRAMING,     /* bad magic or lengths: close */
+    /* HTTP: answered with p->http_status (reply.h), then closed */
+    PROTO_ERR_HTTP_STATUS,
     PROTO_ERR_COUNT
 };
 
@@ -123,6 +130,7 @@ struct proto_limits {
     size_t max_line;     /* longest command line, without "\r\n" */
     size_t max_get_line; /* longest get/gets/gat/gats line (many keys) */
     size_t item_max;     /* largest value accepted, in bytes */
+    bool http;           /* HTTP/1.x is served on the port (-nohttp) */
 };
 
 /* memcached closes a connection after 2048 bytes without a newline. */
@@ -162,6 +170,26 @@ struct proto_meta {
     size_t opaque_len;
 };
 
+/* What an HTTP request carries beyond the request model (proto_http.c). */
+struct proto_http {
+    uint8_t method;        /* enum proto_http_method */
+    uint8_t minor;         /* HTTP/1.minor */
+    bool keep_alive;       /* the connection stays open after the reply */
+    bool json;             /* Content-Type is application/json or +json */
+    const char *ctype;     /* Content-Type as sent, NULL if none */
+    size_t nctype;
+    const char *if_match;  /* If-Match value, NULL if none */
+    size_t n_if_match;
+    const char *if_none_match;
+    size_t n_if_none_match;
+    const char *auth;      /* Authorization value, NULL if none */
+    size_t nauth;
+    bool has_exptime;      /* a Kura-Exptime header */
+    int64_t exptime;
+    const char *path;      /* the raw path (without the query) */
+    size_t npath;
+};
+
 struct proto_request {
     enum proto_cmd cmd;
     enum proto_kind kind;
@@ -193,6 +221,8 @@ struct proto_request {
     bool create;         /* incr/decr: create on miss (exptime != ~0) */
     /* meta */
     struct proto_meta meta;
+    /* HTTP (proto_http.h) */
+    struct proto_http http;
     char keybuf[PROTO_KEY_MAX]; /* a base64 key, decoded */
 };
 
@@ -202,6 +232,9 @@ struct proto_parser {
     enum proto_error error; /* why the last PROTO_EREQ/PROTO_ECLOSE */
     enum proto_cmd error_cmd; /* command that failed, when known */
     bool error_noreply;     /* the failed request asked for noreply */
+    uint16_t http_status;   /* PROTO_ERR_HTTP_STATUS: the status to send */
+    bool http_continue;     /* HTTP: "100 Continue" is due (see proto_http.h) */
+    bool http_continue_sent;
     /* After PROTO_EUNFIN: bytes from the buffer start needed before the
      * request can complete, or 0 if only the end of line is awaited. */
     size_t need;
@@ -209,7 +242,8 @@ struct proto_parser {
 
 /*
  * The protocol a connection speaks, from its first byte, by memcached's
- * rule: the binary request magic (0x80), or text. A byte no memcached
+ * rule: the binary request magic (0x80), or text; with limits.http, an
+ * upper-case letter (an HTTP method; REPL excepted) is HTTP. A byte no memcached
  * client starts with (a control character, or a high byte such as a TLS
  * record's) returns PROTO_ECLOSE with p->error set, so that the client
  * is answered "ERROR" and closed at once rather than left waiting for a

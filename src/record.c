@@ -13,8 +13,10 @@
 #define PRESENT_STALE 0x08u
 #define PRESENT_TOKEN 0x10u
 #define PRESENT_BINKEY 0x20u
+#define PRESENT_CTYPE 0x40u
 #define PRESENT_ALL (PRESENT_FLAGS | PRESENT_EXPTIME | PRESENT_CAS |          \
-                     PRESENT_STALE | PRESENT_TOKEN | PRESENT_BINKEY)
+                     PRESENT_STALE | PRESENT_TOKEN | PRESENT_BINKEY |         \
+                     PRESENT_CTYPE)
 
 static void
 _put_u32(uint8_t *p, uint32_t v)
@@ -82,6 +84,14 @@ record_encode(const struct record_meta *m, uint8_t *out)
         _put_u64(out + n, m->cas);
         n += 8;
     }
+    if (m->nctype > 0) {
+        size_t nc = m->nctype < RECORD_CTYPE_MAX ? m->nctype
+                                                 : RECORD_CTYPE_MAX;
+        present |= PRESENT_CTYPE;
+        out[n++] = (uint8_t)nc;
+        memcpy(out + n, m->ctype, nc);
+        n += nc;
+    }
     present |= m->stale ? PRESENT_STALE : 0;
     present |= m->token ? PRESENT_TOKEN : 0;
     present |= m->binkey ? PRESENT_BINKEY : 0;
@@ -148,6 +158,17 @@ record_decode(const uint8_t *buf, size_t len, struct record_meta *m,
     if (present & PRESENT_CAS) {
         m->cas = _get_u64(buf + n);
         n += 8;
+    }
+    m->ctype = NULL;
+    m->nctype = 0;
+    if (present & PRESENT_CTYPE) {
+        if (n >= len || buf[n] == 0 || buf[n] > RECORD_CTYPE_MAX ||
+            len - n - 1 < buf[n]) {
+            return RECORD_ECORRUPT;
+        }
+        m->nctype = buf[n];
+        m->ctype = (const char *)buf + n + 1;
+        n += 1 + (size_t)buf[n];
     }
     *value = buf + n;
     *vlen = len - n;

@@ -25,6 +25,8 @@
  *   [u32 flags]      when FLAGS
  *   [u32 exptime]    when EXPTIME; absolute unix seconds, absent = never
  *   [u64 cas]        when CAS; otherwise cas == ts
+ *   [u8 n, n bytes]  when CTYPE: the Content-Type an HTTP client stored the
+ *                    value with (1..RECORD_CTYPE_MAX bytes)
  *   value bytes      the rest
  *
  * Version 1 (written before the seal existed) is the same without the
@@ -48,8 +50,10 @@
 #include <stdint.h>
 
 #define RECORD_VERSION 2
-/* Largest envelope: 2 + 4 + 8 + 5 + 4 + 4 + 8. */
-#define RECORD_HEADER_MAX 35
+/* Longest Content-Type a record keeps. */
+#define RECORD_CTYPE_MAX 127
+/* Largest envelope: 2 + 4 + 8 + 5 + 4 + 4 + 8 + 1 + RECORD_CTYPE_MAX. */
+#define RECORD_HEADER_MAX (36 + RECORD_CTYPE_MAX)
 /* Where the seal sits in a version-2 envelope. */
 #define RECORD_SEAL_OFF 2
 
@@ -76,6 +80,9 @@ struct record_meta {
     bool stale;       /* meta: marked stale by an invalidation */
     bool token;       /* meta: a recache token was handed out */
     bool binkey;      /* meta: the key was given in base64 (b) */
+    const char *ctype; /* HTTP Content-Type, `nctype` bytes, or NULL; after
+                          record_decode() it points into the record */
+    uint8_t nctype;
 };
 
 /*

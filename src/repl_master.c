@@ -34,6 +34,8 @@ struct sender {
     struct repl_hello hello;
     _Atomic bool stop;
     _Atomic bool finished;
+    bool backup;         /* a backup in progress (R3); under m->lock */
+    uint64_t hold;       /* ... holding back removal after this lsn */
     struct sender *next;
     struct buf out;
 };
@@ -169,6 +171,11 @@ repl_master_acked(struct repl_master *m)
     for (int i = 0; i < m->npeers; i++) {
         if (m->peers[i].acked < acked) {
             acked = m->peers[i].acked;
+        }
+    }
+    for (struct sender *s = m->senders; s != NULL; s = s->next) {
+        if (s->backup && s->hold < acked) {
+            acked = s->hold; /* R3 */
         }
     }
     pthread_mutex_unlock(&m->lock);
@@ -311,9 +318,12 @@ _authenticate(struct sender *s)
     return true;
 }
 
-/* Sends a snapshot of the database. Returns the lsn it covers, or 0. */
+/*
+ * Sends a snapshot of the database (R1) to peer `p`, or to a backup when
+ * `p` is NULL. Returns the lsn it covers, or 0; sets `*sent` to the items.
+ */
 static uint64_t
-_send_snapshot(struct sender *s, struct peer *p)
+_send_snapshot(struct sender *s, struct peer *p, uint64_t *sent)
 {
     struct repl_master *m = s->m;
     uint8_t hdr[REPL_FRAME_HEADER + 2 + PROTO_KEY_MAX];
@@ -360,11 +370,15 @@ _send_snapshot(struct sender *s, struct peer *p)
     if (!ok) {
         return 0;
     }
-    pthread_mutex_lock(&m->lock);
-    p->resyncs++;
-    pthread_mutex_unlock(&m->lock);
-    log_info(m->log, "repl: sent a full snapshot of %" PRIu64 " records to "
-             "peer %u (up to lsn %" PRIu64 ")", count, s->hello.sid, safe);
+    *sent = count;
+    if (p != NULL) {
+        pthread_mutex_lock(&m->lock);
+        p->resyncs++;
+        pthread_mutex_unlock(&m->lock);
+        log_info(m->log, "repl: sent a full snapshot of %" PRIu64 " records "
+                 "to peer %u (up to lsn %" PRIu64 ")", count, s->hello.sid,
+                 safe);
+    }
     return safe == 0 ? 1 : safe;
 }
 
@@ -482,6 +496,104 @@ _stream(struct sender *s, struct peer *p, struct ulog_reader *r)
     }
 }
 
+/*
+ * Sends a backup (REPL_FLAG_BACKUP): the snapshot, every record after it
+ * up to P, the log's end once the walk is done (R2), and a heartbeat
+ * naming P. Returns true if the whole backup was sent.
+ */
+static bool
+_send_backup(struct sender *s, const char *peer)
+{
+    struct repl_master *m = s->m;
+    struct ulog_reader *r = NULL;
+    uint64_t count = 0;
+    uint64_t sent = 0;
+    uint64_t end;
+    uint64_t end_seq;
+    bool ok = false;
+
+    if (_send_line(s, "REPL BACKUP %u\r\n", m->sid) != 0) {
+        return false;
+    }
+    uint64_t from = _send_snapshot(s, NULL, &count);
+    ulog_position(m->ulog, &end, &end_seq);
+    if (from == 0 || ulog_reader_open(m->ulog, from, &r) != ULOG_OK) {
+        return false;
+    }
+    while (!_stopped(s) && !ulog_failed(m->ulog)) {
+        struct logrec rec;
+        enum ulog_status st = ulog_reader_next(r, &rec, m->durable_only);
+        if (st == ULOG_OK) {
+            if (rec.lsn > end) {
+                ok = true;
+                break;
+            }
+            uint8_t hdr[REPL_FRAME_HEADER];
+            repl_frame_header(hdr, REPL_FRAME_RECORD, rec.len);
+            if (_queue(s, hdr, sizeof(hdr)) != 0 ||
+                _queue(s, rec.raw, rec.len) != 0) {
+                break;
+            }
+            sent++;
+            continue;
+        }
+        if (st != ULOG_END) {
+            break;
+        }
+        if (ulog_reader_lsn(r) >= end) {
+            ok = true;
+            break;
+        }
+        if (_flush(s) != 0) {
+            break;
+        }
+        ulog_reader_wait(r, 50); /* durable_only: P is not durable yet */
+    }
+    ulog_reader_close(r);
+    if (ok) {
+        uint64_t last_lsn;
+        uint64_t last_seq;
+        uint8_t hb[REPL_HEARTBEAT_LEN];
+        ulog_position(m->ulog, &last_lsn, &last_seq);
+        repl_encode_heartbeat(hb, last_lsn, last_seq, end, end_seq,
+                              util_now_us());
+        ok = _queue(s, hb, sizeof(hb)) == 0 && _flush(s) == 0;
+    }
+    if (ok) {
+        log_info(m->log, "repl: sent a backup to %s: %" PRIu64 " records "
+                 "and %" PRIu64 " log records after lsn %" PRIu64 ", up to "
+                 "lsn %" PRIu64, peer, count, sent, from, end);
+    }
+    return ok;
+}
+
+/* Serves a backup, holding back removal while it runs (R3). */
+static void
+_serve_backup(struct sender *s)
+{
+    struct repl_master *m = s->m;
+    char peer[INET6_ADDRSTRLEN + 16];
+
+    /* Hold everything, then from the lsn read here: the snapshot's lsn,
+     * read later, cannot be lower. */
+    pthread_mutex_lock(&m->lock);
+    s->backup = true;
+    s->hold = 0;
+    pthread_mutex_unlock(&m->lock);
+    uint64_t floor = ulog_applied_lsn(m->ulog);
+    pthread_mutex_lock(&m->lock);
+    s->hold = floor;
+    pthread_mutex_unlock(&m->lock);
+
+    _peer_name(s->fd, peer, sizeof(peer));
+    if (!_send_backup(s, peer)) {
+        log_warn(m->log, "repl: backup by %s ended early", peer);
+    }
+    pthread_mutex_lock(&m->lock);
+    s->backup = false;
+    pthread_mutex_unlock(&m->lock);
+}
+
 static void *
 _sender_main(void *arg)
 {
@@ -500,6 +612,10 @@ _sender_main(void *arg)
     if (s->hello.version != REPL_VERSION) {
         _send_line(s, "REPL ERROR unsupported version %u\r\n",
                    s->hello.version);
+        goto done;
+    }
+    if (s->hello.flags & REPL_FLAG_BACKUP) {
+        _serve_backup(s); /* not a peer (R3) */
         goto done;
     }
     if (s->hello.sid == m->sid) {
@@ -536,7 +652,8 @@ _sender_main(void *arg)
         if (_send_line(s, "REPL RESYNC %u\r\n", m->sid) != 0) {
             goto done;
         }
-        uint64_t from = _send_snapshot(s, p);
+        uint64_t sent = 0;
+        uint64_t from = _send_snapshot(s, p, &sent);
         if (from == 0 || ulog_reader_open(m->ulog, from, &r) != ULOG_OK) {
             goto done;
         }

@@ -15,6 +15,28 @@
  * acknowledgement of every known peer (kept in <ulog>/peers, replaced
  * atomically) holds back segment removal (U5) and tombstone removal (T6).
  *
+ * A backup (`kura backup`, REPL_FLAG_BACKUP in repl_proto.h) gets the same
+ * snapshot and the log up to one position, then the connection ends.
+ *
+ * Invariants (tests cite these numbers):
+ *   R1. A snapshot that starts with SNAP_BEGIN <lsn> holds every change
+ *       logged at or below lsn (the walk starts only once they are all
+ *       applied: ulog_applied_lsn()), and the stream after it carries
+ *       every record after lsn; a change the walk also saw is simply
+ *       applied again (logrec.h: records carry the resulting state).
+ *   R2. A backup ends at P, the log's last lsn when the walk finished.
+ *       Every change the walk saw was logged before it was applied (U2),
+ *       so it is at or below P; and every record after the snapshot's
+ *       lsn up to P is sent, none skipped whatever its origin, and none
+ *       after P. The snapshot, then those records applied in log order
+ *       (redo), is the database as of P (with -uas, which applies before
+ *       it logs, the walk can also see a few changes after P).
+ *   R3. A backup is not a peer: nothing is recorded for it in `peers` or
+ *       shown in stats, so it holds nothing back once it has gone. While
+ *       it is connected it holds back segment and tombstone removal
+ *       (repl_master_acked()) from before its snapshot's lsn, so the
+ *       records R2 needs cannot be removed under it (short of -ukeep).
+ *
  * Thread-safety: repl_master_accept() and the query functions may be
  * called from any thread.
  */
@@ -68,8 +90,9 @@ int repl_master_accept(struct repl_master *m, int fd, const char *args,
                        size_t args_len);
 
 /*
- * Lowest lsn every known peer has acknowledged (UINT64_MAX when there is
- * no peer). Segments and tombstones past it are kept.
+ * Lowest lsn every known peer has acknowledged, and every backup in
+ * progress needs (R3); UINT64_MAX when there is neither. Segments and
+ * tombstones past it are kept.
  */
 uint64_t repl_master_acked(struct repl_master *m);
 

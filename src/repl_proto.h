@@ -16,7 +16,17 @@
  *
  *   REPL OK <master-sid>\r\n        records with lsn > after-lsn follow
  *   REPL RESYNC <master-sid>\r\n    a full snapshot follows, then records
+ *   REPL BACKUP <master-sid>\r\n    a backup follows (below)
  *   REPL ERROR <reason>\r\n         (at any step) the connection closes
+ *
+ * A backup (`kura backup`) asks with REPL_FLAG_BACKUP, any after-lsn and
+ * the sid REPL_BACKUP_SID. It is authenticated like a standby, but it is
+ * not a peer (repl_master.h, R3): the master sends SNAP_BEGIN, the items,
+ * SNAP_END, then every record (whatever its origin) after the snapshot's
+ * lsn up to the backup's position P, then one HEARTBEAT whose stream
+ * position is P, and closes the connection. Snapshot and records applied
+ * in order are the database as of P (R2). A master that predates backups
+ * ignores the flag and answers OK or RESYNC: the tool then gives up.
  *
  * Frames, both directions (little-endian):
  *
@@ -57,6 +67,9 @@
 #define REPL_FRAME_HEADER 8
 #define REPL_FRAME_MAX (LOGREC_MAX_LEN + 64)
 #define REPL_FLAG_ALLOW_RESYNC 1u
+#define REPL_FLAG_BACKUP 2u
+/* The sid a backup announces: server ids are 1-65535, so it names none. */
+#define REPL_BACKUP_SID UINT32_MAX
 
 enum repl_frame_type {
     REPL_FRAME_RECORD = 1,

@@ -303,6 +303,43 @@ _persist_main(void *arg)
     return NULL;
 }
 
+enum repl_slave_hs
+repl_slave_handshake(int fd, struct repl_hello *h,
+                     const struct repl_auth *auth, int timeout_ms,
+                     char *line, size_t cap)
+{
+    char snonce[REPL_NONCE_HEX + 1];
+    char proof[REPL_PROOF_HEX + 1];
+
+    int n = repl_auth_nonce(h->nonce) == 0
+                ? repl_hello_format(h, line, cap)
+                : -1;
+    if (n < 0 || netio_send_all(fd, line, (size_t)n, timeout_ms) != 0 ||
+        netio_read_line(fd, line, cap, timeout_ms) < 0) {
+        return REPL_SLAVE_HS_EIO;
+    }
+    if (!repl_challenge_parse(line, snonce, proof)) {
+        if (auth->enabled && strncmp(line, "REPL ERROR", 10) != 0) {
+            /* Anyone can answer OK: only a proof shows the key. */
+            return REPL_SLAVE_HS_NOPROOF;
+        }
+        return REPL_SLAVE_HS_OK;
+    }
+    if (!auth->enabled) {
+        return REPL_SLAVE_HS_NEEDKEY;
+    }
+    if (!repl_auth_verify(auth, REPL_AUTH_MASTER, h->nonce, snonce, proof)) {
+        return REPL_SLAVE_HS_BADPROOF;
+    }
+    repl_auth_proof(auth, REPL_AUTH_STANDBY, h->nonce, snonce, proof);
+    n = snprintf(line, cap, "REPL AUTH %s\r\n", proof);
+    if (netio_send_all(fd, line, (size_t)n, timeout_ms) != 0 ||
+        netio_read_line(fd, line, cap, timeout_ms) < 0) {
+        return REPL_SLAVE_HS_EIO;
+    }
+    return REPL_SLAVE_HS_OK;
+}
+
 /*
  * Sends the hello and takes the master through authentication
  * (repl_auth.h). Leaves the master's answer to the hello in `line`.
@@ -313,50 +350,32 @@ _handshake(struct repl_slave *s, int fd, char *line, size_t cap)
 {
     struct repl_hello h = {REPL_VERSION, s->o.sid, s->rts,
                            REPL_FLAG_ALLOW_RESYNC, ""};
-    char snonce[REPL_NONCE_HEX + 1];
-    char proof[REPL_PROOF_HEX + 1];
-    const struct repl_auth *auth = s->o.auth;
 
-    int n = repl_auth_nonce(h.nonce) == 0
-                ? repl_hello_format(&h, line, cap)
-                : -1;
-    if (n < 0 || netio_send_all(fd, line, (size_t)n, HELLO_TIMEOUT_MS) != 0 ||
-        netio_read_line(fd, line, cap, HELLO_TIMEOUT_MS) < 0) {
+    switch (repl_slave_handshake(fd, &h, s->o.auth, HELLO_TIMEOUT_MS, line,
+                                 cap)) {
+    case REPL_SLAVE_HS_OK:
+        return 0;
+    case REPL_SLAVE_HS_EIO:
         log_limited(s->log, LOG_WARN, "repl: no answer from %s:%d",
                     s->o.host, s->o.port);
         return -1;
-    }
-    if (!repl_challenge_parse(line, snonce, proof)) {
-        if (auth->enabled && strncmp(line, "REPL ERROR", 10) != 0) {
-            /* Anyone can answer OK: only a proof shows the key. */
-            log_limited(s->log, LOG_ERROR, "repl: master %s:%d did not "
-                        "authenticate (has it no -rkey?); refusing its "
-                        "stream", s->o.host, s->o.port);
-            return -1;
-        }
-        return 0;
-    }
-    if (!auth->enabled) {
+    case REPL_SLAVE_HS_NOPROOF:
+        log_limited(s->log, LOG_ERROR, "repl: master %s:%d did not "
+                    "authenticate (has it no -rkey?); refusing its "
+                    "stream", s->o.host, s->o.port);
+        return -1;
+    case REPL_SLAVE_HS_NEEDKEY:
         log_limited(s->log, LOG_ERROR, "repl: master %s:%d requires a "
                     "shared key; start this server with -rkey", s->o.host,
                     s->o.port);
         return -1;
-    }
-    if (!repl_auth_verify(auth, REPL_AUTH_MASTER, h.nonce, snonce, proof)) {
+    case REPL_SLAVE_HS_BADPROOF:
         log_limited(s->log, LOG_ERROR, "repl: master %s:%d failed "
                     "authentication (not the same -rkey?); refusing its "
                     "stream", s->o.host, s->o.port);
         return -1;
     }
-    repl_auth_proof(auth, REPL_AUTH_STANDBY, h.nonce, snonce, proof);
-    n = snprintf(line, cap, "REPL AUTH %s\r\n", proof);
-    if (netio_send_all(fd, line, (size_t)n, HELLO_TIMEOUT_MS) != 0 ||
-        netio_read_line(fd, line, cap, HELLO_TIMEOUT_MS) < 0) {
-        log_limited(s->log, LOG_WARN, "repl: no answer from %s:%d",
-                    s->o.host, s->o.port);
-        return -1;
-    }
-    return 0;
+    return -1;
 }
 
 static void

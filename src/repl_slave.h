@@ -23,6 +23,7 @@
 
 #include "log.h"
 #include "repl_auth.h"
+#include "repl_proto.h"
 #include "txn.h"
 #include "ulog.h"
 
@@ -78,5 +79,30 @@ void repl_slave_stats(struct repl_slave *s, struct repl_slave_stats *out);
 
 /* Stops the thread, persists the position and frees `s`. NULL-safe. */
 void repl_slave_destroy(struct repl_slave *s);
+
+/* How opening a session as a standby went (repl_slave_handshake()). */
+enum repl_slave_hs {
+    REPL_SLAVE_HS_OK = 0,  /* `line` holds the master's answer */
+    REPL_SLAVE_HS_EIO,     /* no answer: timeout, closed or error */
+    REPL_SLAVE_HS_NOPROOF, /* we hold a key; the master proved none */
+    REPL_SLAVE_HS_NEEDKEY, /* the master wants a key we do not hold */
+    REPL_SLAVE_HS_BADPROOF, /* the master's proof is wrong: not our key */
+};
+
+/*
+ * Opens a replication session on the connected socket `fd` as a standby:
+ * fills h->nonce, sends the hello `h` and, if the master challenges,
+ * checks its proof and answers with ours (repl_auth.h, `auth` may be
+ * disabled). A master without a key answers at once, which a standby
+ * holding a key refuses. On REPL_SLAVE_HS_OK, `line` (`cap` bytes;
+ * REPL_LINE_MAX is enough) holds the master's answer, without the line
+ * end: "REPL OK ...", "REPL RESYNC ...", "REPL BACKUP ..." or "REPL ERROR
+ * ...". Each step waits at most `timeout_ms`. Used by the standby thread
+ * and by `kura backup`; any thread.
+ */
+enum repl_slave_hs repl_slave_handshake(int fd, struct repl_hello *h,
+                                        const struct repl_auth *auth,
+                                        int timeout_ms, char *line,
+                                        size_t cap);
 
 #endif

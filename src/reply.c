@@ -82,6 +82,7 @@ static const struct line error_lines[PROTO_ERR_COUNT] = {
     [PROTO_ERR_BIN_EINVAL] = {"", 0},
     [PROTO_ERR_BIN_UNKNOWN] = {"", 0},
     [PROTO_ERR_BIN_FRAMING] = {"", 0},
+    [PROTO_ERR_HTTP_STATUS] = {"", 0},
 };
 
 bool
@@ -111,6 +112,8 @@ reply_result(struct buf *out, const struct proto_request *req,
         return reply_bin_result(out, req, code, it);
     case PROTO_KIND_META:
         return reply_meta_result(out, req, code, it);
+    case PROTO_KIND_HTTP:
+        return reply_http_result(out, req, code);
     default:
         /* memcached's noreply silences errors too (out_errstring). */
         return req->noreply || reply_text_code(out, code);
@@ -213,6 +216,9 @@ reply_proto_error(struct buf *out, const struct proto_request *req,
     if (req->kind == PROTO_KIND_BINARY) {
         return reply_bin_error(out, req, p->error);
     }
+    if (req->kind == PROTO_KIND_HTTP) {
+        return reply_http_error(out, req, p->http_status, NULL, true);
+    }
     return reply_text_error(out, p->error);
 }
 
@@ -221,6 +227,9 @@ reply_denied(struct buf *out, const struct proto_request *req)
 {
     if (req->kind == PROTO_KIND_BINARY) {
         return reply_bin_result(out, req, REPLY_ERROR, NULL);
+    }
+    if (req->kind == PROTO_KIND_HTTP) {
+        return reply_http_error(out, req, 403, NULL, false);
     }
     char tmp[64];
     int n = snprintf(tmp, sizeof(tmp), "CLIENT_ERROR %s not allowed\r\n",

@@ -153,4 +153,32 @@ enum reply_sasl_state {
 bool reply_sasl(struct buf *out, const struct proto_request *req,
                 enum reply_sasl_state state);
 
+/* An HTTP response (reply_http.c). */
+struct reply_http {
+    uint16_t status;
+    const char *ctype;  /* Content-Type, `nctype` bytes; none if 0 */
+    size_t nctype;
+    const void *body;   /* sent unless the request was HEAD */
+    size_t nbody;       /* Content-Length (also for HEAD) */
+    bool has_etag;      /* ETag: "<cas in hex>" */
+    uint64_t cas;
+    bool close;         /* the connection closes after this response */
+    const char *extra;  /* more header lines ("Name: value\r\n"), or NULL */
+};
+
+/* Appends `r` as the answer to HTTP request `req`. */
+bool reply_http(struct buf *out, const struct proto_request *req,
+                const struct reply_http *r);
+
+/*
+ * An error status with a short JSON body, {"error":"<reason>"} plus
+ * `detail` (more members, already JSON, or NULL); `close` adds
+ * "Connection: close".
+ */
+bool reply_http_error(struct buf *out, const struct proto_request *req,
+                      uint16_t status, const char *detail, bool close);
+
+/* "HTTP/1.1 100 Continue", for a request that expects it. */
+bool reply_http_continue(struct buf *out);
+
 #endif

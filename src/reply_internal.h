@@ -42,4 +42,8 @@ bool reply_meta_miss(struct buf *out, const struct proto_request *req,
 bool reply_meta_counter(struct buf *out, const struct proto_request *req,
                         uint64_t n, const struct reply_item *it);
 
+/* A memcached outcome as an HTTP status (errors of the write path). */
+bool reply_http_result(struct buf *out, const struct proto_request *req,
+                       enum reply_code code);
+
 #endif

@@ -65,6 +65,7 @@ struct server {
     struct logger log;
     struct pidfile pid;
     int notify_fd;
+    struct daemon_sd sd;         /* systemd's notification socket */
     struct store *store;
     struct clock clock;
     struct ulog *ulog;
@@ -226,21 +227,37 @@ _set_verbosity(void *arg, uint32_t level)
     atomic_store(&srv->verbosity, level);
 }
 
+/* Tells systemd `state` (daemon.h); a failure is logged, never fatal. */
+static void
+_notify_systemd(struct server *srv, const char *state)
+{
+    if (daemon_sd_notify(&srv->sd, state) != 0) {
+        log_warn(&srv->log, "cannot notify systemd (%.*s): %s",
+                 (int)strcspn(state, "\n"), state, strerror(errno));
+    }
+}
+
 static void
 _on_signal(evutil_socket_t sig, short what, void *arg)
 {
     struct server *srv = arg;
+    char state[64];
 
     (void)what;
     if (sig == SIGHUP) {
+        snprintf(state, sizeof(state), "RELOADING=1\nMONOTONIC_USEC=%" PRIu64,
+                 util_mono_us());
+        _notify_systemd(srv, state);
         if (log_reopen(&srv->log) != 0) {
             log_error(&srv->log, "cannot reopen log %s: %s", srv->log.path,
                       strerror(errno));
         } else {
             log_info(&srv->log, "log reopened on SIGHUP");
         }
+        _notify_systemd(srv, "READY=1");
         return;
     }
+    _notify_systemd(srv, "STOPPING=1");
     log_info(&srv->log, "%s received; shutting down",
              sig == SIGTERM ? "SIGTERM" : "SIGINT");
     event_base_loopbreak(srv->base);
@@ -460,6 +477,7 @@ _start_workers(struct server *srv, char *err, size_t errlen)
     srv->shared.limits.max_line = PROTO_MAX_LINE_DEFAULT;
     srv->shared.limits.max_get_line = (size_t)1 << 20;
     srv->shared.limits.item_max = s->item_max;
+    srv->shared.limits.http = !s->nohttp;
     srv->shared.idle_timeout_s = s->tout;
     srv->shared.watermark = SERVER_WATERMARK;
     atomic_init(&srv->shared.curr_conns, 0);
@@ -668,18 +686,27 @@ server_run(const struct settings *settings)
         return 1;
     }
     signal(SIGPIPE, SIG_IGN);
+    if (daemon_sd_open(&srv.sd, err, sizeof(err)) != 0) {
+        log_warn(&srv.log, "%s; systemd will not hear that kurad is ready",
+                 err);
+    }
     if (_prepare(&srv, err, sizeof(err)) != 0) {
         log_error(&srv.log, "%s", err);
         if (settings->log_path[0] != '\0') {
             fprintf(stderr, "kurad: %s\n", err);
         }
+        daemon_sd_close(&srv.sd);
         log_close(&srv.log);
         return 1;
     }
     if (_start(&srv, err, sizeof(err)) != 0) {
         log_error(&srv.log, "%s", err);
         daemon_notify(srv.notify_fd, err);
+        char state[sizeof(err) + 32];
+        snprintf(state, sizeof(state), "STATUS=cannot start: %s", err);
+        _notify_systemd(&srv, state);
         _stop(&srv);
+        daemon_sd_close(&srv.sd);
         log_close(&srv.log);
         return 1;
     }
@@ -693,8 +720,23 @@ server_run(const struct settings *settings)
              srv.nworkers, db);
     daemon_notify(srv.notify_fd, NULL);
     srv.notify_fd = -1;
+    /* The same moment for systemd (Type=notify). Under -dmn the process
+     * it started has gone: MAINPID names the daemon. */
+    char state[PATH_MAX + 96];
+    int n = snprintf(state, sizeof(state), "READY=1\nSTATUS=serving on %s",
+                     settings->host);
+    if (settings->port != 0) {
+        n += snprintf(state + n, sizeof(state) - (size_t)n, ":%d",
+                      settings->port);
+    }
+    if (settings->dmn) {
+        snprintf(state + n, sizeof(state) - (size_t)n, "\nMAINPID=%ld",
+                 (long)getpid());
+    }
+    _notify_systemd(&srv, state);
     event_base_dispatch(srv.base);
     int status = _stop(&srv);
+    daemon_sd_close(&srv.sd);
     log_info(&srv.log, "kurad stopped");
     log_close(&srv.log);
     pthread_mutex_destroy(&srv.baseline_lock);

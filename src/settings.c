@@ -51,7 +51,7 @@ settings_usage(FILE *out, const char *prog)
         "        [-ulim num] [-uas] [-sid num] [-mhost name] [-mport num]\n"
         "        [-rts path] [-mask expr] [-unmask expr] [-maxconn num]\n"
         "        [-itemmax size] [-fsync policy] [-ukeep num] [-ckpt secs]\n"
-        "        [-rkey path] [-auth path] [dbname]\n"
+        "        [-rkey path] [-auth path] [-nohttp] [dbname]\n"
         "\n"
         "  -host name     address to listen on (default %s; 0.0.0.0 for all)\n"
         "  -port num      TCP port (default %d); 0 makes -host a unix socket\n"
@@ -77,6 +77,7 @@ settings_usage(FILE *out, const char *prog)
         "  -rts path      replication position file (default: ulog/rts)\n"
         "  -rkey path     replication shared key (mode 600 file); without\n"
         "                 it only peers on this host may replicate\n"
+        "  -nohttp        do not serve HTTP on the port (as memcached)\n"
         "  -auth path     client passwords, user:password lines (mode 600\n"
         "                 file); clients must then authenticate (SASL PLAIN\n"
         "                 or memcached's text set)\n"
@@ -385,6 +386,8 @@ settings_parse(struct settings *s, int argc, char **argv, char *err,
             s->log_level = SETTINGS_LOG_ERROR;
         } else if (strcmp(a, "-uas") == 0) {
             s->uas = true;
+        } else if (strcmp(a, "-nohttp") == 0) {
+            s->nohttp = true;
         } else if (_is_valued(a)) {
             if (i + 1 >= argc) {
                 snprintf(err, errlen, "%s needs a value", a);

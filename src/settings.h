@@ -6,7 +6,7 @@
  *         [-uas] [-sid num] [-mhost name] [-mport num] [-rts path]
  *         [-mask expr] [-unmask expr] [-maxconn num] [-itemmax size]
  *         [-fsync policy] [-ukeep num] [-ckpt secs] [-rkey path]
- *         [-auth path] [dbname]
+ *         [-auth path] [-nohttp] [dbname]
  *
  * Parsing validates everything up front and reports the first problem in
  * one line, so a typo never starts a server with an unintended setting.
@@ -58,6 +58,7 @@ struct settings {
     uint32_t ukeep;      /* most segments kept for lagging peers */
     uint32_t ckpt_s;     /* checkpoint at least this often */
     bool uas;            /* answer before logging (ttserver -uas) */
+    bool nohttp;         /* -nohttp: no HTTP on the port */
     enum ulog_fsync fsync; /* -fsync: always, never or every fsync_ms */
     uint32_t fsync_ms;
     uint32_t sid;        /* server id */

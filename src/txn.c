@@ -607,8 +607,7 @@ txn_stage_record(struct txn_batch *b, const char *key, size_t nkey,
 enum txn_status
 txn_stage_remove(struct txn_batch *b, const char *key, size_t nkey)
 {
-    struct record_meta m = {RECORD_TOMBSTONE, 0, 0, 0, 0, b->eng->sid,
-                            false, false, false};
+    struct record_meta m = {.kind = RECORD_TOMBSTONE, .sid = b->eng->sid};
     m.ts = m.cas = clock_next(b->eng->clock);
     return txn_stage_record(b, key, nkey, &m, NULL, 0, NULL, 0);
 }
@@ -628,6 +627,8 @@ txn_put_tombstone(struct txn_engine *eng, const char *key, size_t nkey,
     t.stale = false;
     t.token = false;
     t.binkey = false;
+    t.ctype = NULL;
+    t.nctype = 0;
     t.cas = lsn != 0 ? lsn : t.ts;
     size_t elen = record_encode(&t, env);
     return store_put(eng->store, key, nkey, env, elen);
@@ -964,6 +965,12 @@ txn_flush_all(struct txn_batch *b, int64_t delay_s)
     b->flush_stamp = stamp;
     b->flush_deadline = deadline;
     return txn_commit(b);
+}
+
+bool
+txn_accepts_writes(struct txn_engine *eng)
+{
+    return txn_writable(eng) == TXN_OK;
 }
 
 void

@@ -329,6 +329,12 @@ bool txn_drop_tombstone(struct txn_batch *b, const char *key, size_t nkey,
  */
 enum txn_status txn_flush_all(struct txn_batch *b, int64_t delay_s);
 
+/*
+ * True if a write would be accepted now: no failed write has made the
+ * engine read-only and no full disk is being waited out.
+ */
+bool txn_accepts_writes(struct txn_engine *eng);
+
 /* Copies the current flush state. */
 void txn_flush_state(struct txn_engine *eng, struct expiry_flush *out);
 

@@ -33,6 +33,8 @@ _wins(const struct txn_current *cur, const struct record_meta *in,
         t.stale = false;
         t.token = false;
         t.binkey = false;
+        t.ctype = NULL;
+        t.nctype = 0;
         t.cas = t.ts;
         *elen = record_encode(&t, env);
         *as_tombstone = true;

@@ -100,6 +100,8 @@ _retire_logged(struct txn_batch *b, const char *key, size_t nkey,
         t.stale = false;
         t.token = false;
         t.binkey = false;
+        t.ctype = NULL;
+        t.nctype = 0;
         t.cas = t.ts;
         done = txn_stage_record(b, key, nkey, &t, NULL, 0, NULL, 0) == TXN_OK;
     }

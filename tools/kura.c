@@ -32,6 +32,7 @@
 #include "optimize.h"
 #include "ping.h"
 #include "stallwatch.h"
+#include "stats_cmd.h"
 #include "ulog_cmd.h"
 #include "util.h"
 #include "verify.h"
@@ -54,6 +55,8 @@ _usage(FILE *out)
             "bnum\n"
             "  ping        is a server answering and accepting writes "
             "(exit 0)?\n"
+            "  stats       a server's stats, or its kura_* figures for "
+            "Prometheus\n"
             "  version     print the version\n"
             "\n"
             "kura bench [--host H] [--port P] [--conns N] [--pipeline D]\n"
@@ -75,7 +78,9 @@ _usage(FILE *out)
             "kura check DBNAME\n"
             "kura optimize DBNAME[#bnum=N#apow=N#fpow=N#opts=...]\n"
             "kura ping [--host H] [--port P] [--timeout MS] [--auth FILE]\n"
-            "          [--quiet]\n");
+            "          [--quiet]\n"
+            "kura stats [--host H] [--port P] [--timeout MS] [--auth FILE]\n"
+            "           [--prometheus]\n");
 }
 
 static int
@@ -312,6 +317,9 @@ main(int argc, char **argv)
     }
     if (strcmp(argv[1], "ping") == 0) {
         return ping_cmd(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "stats") == 0) {
+        return stats_cmd(argc - 1, argv + 1);
     }
     if (strcmp(argv[1], "version") == 0) {
         printf("kura %s\n", PACKAGE_VERSION);

@@ -467,8 +467,8 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const struct proto_limits server_limits = {
-        PROTO_MAX_LINE_DEFAULT, (size_t)1 << 20, (size_t)1 << 20};
-    static const struct proto_limits small_limits = {128, 512, 64};
+        PROTO_MAX_LINE_DEFAULT, (size_t)1 << 20, (size_t)1 << 20, false};
+    static const struct proto_limits small_limits = {128, 512, 64, false};
 
     if (size < 2) {
         return 0;

@@ -459,8 +459,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * max_line stays above the 100 spaces memcached skips before "get ",
      * so how the stream is split cannot change which limit applies. */
     static const struct proto_limits server_limits = {
-        PROTO_MAX_LINE_DEFAULT, (size_t)1 << 20, (size_t)1 << 20};
-    static const struct proto_limits small_limits = {128, 512, 64};
+        PROTO_MAX_LINE_DEFAULT, (size_t)1 << 20, (size_t)1 << 20, false};
+    static const struct proto_limits small_limits = {128, 512, 64, false};
 
     if (size < 2) {
         return 0;

@@ -145,7 +145,7 @@ static size_t
 _hello_line(const uint8_t *data, size_t size)
 {
     static const struct proto_limits limits = {
-        PROTO_MAX_LINE_DEFAULT, (size_t)1 << 20, (size_t)1 << 20};
+        PROTO_MAX_LINE_DEFAULT, (size_t)1 << 20, (size_t)1 << 20, false};
     struct proto_parser p;
     struct proto_request req;
     size_t consumed;

@@ -113,7 +113,7 @@ static struct buf *
 _exec_bytes(const char *in, size_t len)
 {
     struct proto_parser p;
-    struct proto_limits limits = {2048, 65536, settings.item_max};
+    struct proto_limits limits = {2048, 65536, settings.item_max, true};
     bool binary = len > 0 && (unsigned char)in[0] == PROTO_BIN_REQUEST;
     size_t off = 0;
 
@@ -407,7 +407,7 @@ START_TEST(test_multiget_resumes_at_watermark)
 {
     /* A get whose reply exceeds the watermark stops and resumes. */
     struct proto_parser p;
-    struct proto_limits limits = {2048, 65536, settings.item_max};
+    struct proto_limits limits = {2048, 65536, settings.item_max, true};
     struct proto_request req;
     struct buf out;
     size_t consumed;

@@ -12,6 +12,8 @@ static void
 _roundtrip(const struct record_meta *m, const char *value)
 {
     uint8_t buf[RECORD_HEADER_MAX + 64];
+
+    ck_assert_uint_le(strlen(value), 64);
     size_t h = record_encode(m, buf);
     size_t vlen = strlen(value);
 
@@ -30,6 +32,8 @@ _roundtrip(const struct record_meta *m, const char *value)
     ck_assert(out.stale == m->stale);
     ck_assert(out.token == m->token);
     ck_assert(out.binkey == m->binkey);
+    ck_assert_uint_eq(out.nctype, m->nctype);
+    ck_assert(m->nctype == 0 || memcmp(out.ctype, m->ctype, m->nctype) == 0);
     ck_assert_uint_eq(n, vlen);
     ck_assert(memcmp(v, value, vlen) == 0);
 }
@@ -42,21 +46,29 @@ START_TEST(test_roundtrip)
     _roundtrip(&m, "");
     m = (struct record_meta){RECORD_VALUE, 0xffffffffu, 0xffffffffu,
                              UINT64_MAX, 1795314340587071ULL, 0xffffffffu,
-                             true, true, true};
+                             true, true, true, NULL, 0};
     _roundtrip(&m, "1795314340");
     m = (struct record_meta){RECORD_TOMBSTONE, 0, 0, 42, 42, 10001,
-                             false, false, false};
+                             false, false, false, NULL, 0};
     _roundtrip(&m, "");
     m = (struct record_meta){RECORD_VALUE, 2, 1795314400, 7, 9, 128,
-                             false, false, false};
+                             false, false, false, NULL, 0};
     _roundtrip(&m, "a value with spaces\r\n");
     /* the meta protocol's states, each alone */
-    m = (struct record_meta){RECORD_VALUE, 0, 0, 9, 9, 1, true, false, false};
+    m = (struct record_meta){RECORD_VALUE, 0, 0, 9, 9, 1, true, false, false, NULL, 0};
     _roundtrip(&m, "stale");
-    m = (struct record_meta){RECORD_VALUE, 0, 0, 9, 9, 1, false, true, false};
+    m = (struct record_meta){RECORD_VALUE, 0, 0, 9, 9, 1, false, true, false, NULL, 0};
     _roundtrip(&m, "token");
-    m = (struct record_meta){RECORD_VALUE, 0, 0, 9, 9, 1, false, false, true};
+    m = (struct record_meta){RECORD_VALUE, 0, 0, 9, 9, 1, false, false, true, NULL, 0};
     _roundtrip(&m, "binkey");
+    /* an HTTP record's Content-Type, and the longest one kept */
+    m = (struct record_meta){RECORD_VALUE, 0, 0, 9, 9, 1, false, false, false,
+                             "application/json", 16};
+    _roundtrip(&m, "{\"a\":1}");
+    static const char longest[RECORD_CTYPE_MAX + 1] = {[0 ... RECORD_CTYPE_MAX - 1] = 'x'};
+    m.ctype = longest;
+    m.nctype = RECORD_CTYPE_MAX;
+    _roundtrip(&m, "");
 }
 END_TEST
 
