@@ -474,9 +474,10 @@ _prometheus(const char *text, size_t len, struct buf *out)
         if (eol == NULL) {
             break;
         }
+        bool stat = eol - line > 5 && strncmp(line, "STAT ", 5) == 0;
         const char *name = line + 5;
-        const char *sp = memchr(name, ' ', (size_t)(eol - name));
-        if (strncmp(line, "STAT ", 5) == 0 && sp != NULL) {
+        const char *sp = stat ? memchr(name, ' ', (size_t)(eol - name)) : NULL;
+        if (sp != NULL) {
             const char *v = sp + 1;
             size_t vn = (size_t)(eol - v);
             vn -= vn > 0 && v[vn - 1] == '\r';

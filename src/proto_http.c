@@ -173,6 +173,77 @@ _has_token(const char *list, size_t n, const char *token)
     return false;
 }
 
+/*
+ * A request line's shape, as far as `n` bytes of it go: a method token,
+ * one space, a target of visible characters, one space, then `*tail`
+ * (`*ntail` bytes). False if the bytes so far cannot be such a line.
+ */
+static bool
+_line_shape(const char *line, size_t n, const char **tail, size_t *ntail)
+{
+    size_t i = 0;
+    while (i < n && line[i] >= 'A' && line[i] <= 'Z') {
+        i++;
+    }
+    if (i == 0 || i == n || line[i] != ' ') {
+        return false;
+    }
+    size_t t = ++i;
+    while (i < n && line[i] > ' ' && line[i] < 0x7f) {
+        i++;
+    }
+    if (i == t || i == n || line[i] != ' ') {
+        return false;
+    }
+    *tail = line + i + 1;
+    *ntail = n - i - 1;
+    return true;
+}
+
+/* Does `v` (`n` bytes) match the start of "HTTP/<digit>.<digit>"? */
+static bool
+_version_prefix(const char *v, size_t n)
+{
+    static const char shape[] = "HTTP/9.9";
+    if (n > sizeof(shape) - 1) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        bool digit = shape[i] == '9';
+        if (digit ? (v[i] < '0' || v[i] > '9') : v[i] != shape[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * picohttpparser refuses a request line whose version is not HTTP/1.x.
+ * Returns 505 for a well-formed line naming another version, 0 when the
+ * unfinished line could still become one (wait for more), and 400 for
+ * anything else; so the answer never depends on how the bytes arrived.
+ */
+static uint16_t
+_version_refusal(const char *buf, size_t len)
+{
+    const char *eol = memchr(buf, '\n', len);
+    size_t n = eol != NULL ? (size_t)(eol - buf) : len;
+    const char *v;
+    size_t nv;
+    if (!_line_shape(buf, n, &v, &nv)) {
+        return 400;
+    }
+    if (eol == NULL) {
+        bool cr = nv == 9 && v[8] == '\r';
+        return _version_prefix(v, nv - cr) ? 0 : 400;
+    }
+    nv -= nv > 0 && v[nv - 1] == '\r';
+    if (nv != 8 || !_version_prefix(v, nv)) {
+        return 400;
+    }
+    return v[5] == '1' && (v[7] == '0' || v[7] == '1') ? 400 : 505;
+}
+
 struct body_plan {
     bool chunked;
     bool has_length;
@@ -262,6 +333,9 @@ _scan_chunked(const char *buf, size_t len, size_t max, uint64_t *total,
     size_t pos = 0;
     uint64_t sum = 0;
     for (;;) {
+        if (pos > PROTO_HTTP_CHUNKED_WIRE_MAX(max)) {
+            return -413; /* framing out of all proportion to the data */
+        }
         const char *eol = memchr(buf + pos, '\n', len - pos);
         if (eol == NULL) {
             return len - pos > CHUNK_LINE_MAX ? -400 : 0;
@@ -368,7 +442,11 @@ proto_http_parse(struct proto_parser *p, char *buf, size_t len,
     }
     if (r < 0) {
         /* Malformed, or more headers than PROTO_HTTP_HEADERS_MAX. */
-        return _refuse(p, nh >= PROTO_HTTP_HEADERS_MAX ? 431 : 400);
+        if (nh >= PROTO_HTTP_HEADERS_MAX) {
+            return _refuse(p, 431);
+        }
+        uint16_t st = _version_refusal(buf, len);
+        return st == 0 ? PROTO_EUNFIN : _refuse(p, st);
     }
     size_t head = (size_t)r;
     if (head > PROTO_HTTP_HEAD_MAX) {

@@ -16,8 +16,8 @@
  * A request is returned only once its whole body has arrived; a chunked
  * body is then joined in place in the caller's buffer, which is why that
  * buffer is not const. Memory is bounded: the head may not exceed
- * PROTO_HTTP_HEAD_MAX bytes (431), the body limits.item_max (413), the
- * decoded key 250 bytes (414).
+ * PROTO_HTTP_HEAD_MAX bytes (431), the body limits.item_max (413; a
+ * chunked body's framing is bounded too), the decoded key 250 bytes (414).
  *
  * Every refusal is PROTO_ECLOSE with PROTO_ERR_HTTP_STATUS and the status
  * in p->http_status (400, 405, 413, 414, 417, 431, 501, 505): after a
@@ -39,6 +39,13 @@
 
 /* Longest request line plus headers. */
 #define PROTO_HTTP_HEAD_MAX 8192
+/*
+ * Most bytes a chunked body may take on the wire, framing included, for
+ * an item limit `max`: twice the data and a little, so that tiny chunks
+ * with long extensions cannot make a connection buffer far more than an
+ * item (413).
+ */
+#define PROTO_HTTP_CHUNKED_WIRE_MAX(max) (2 * (size_t)(max) + 4096)
 /* Most headers in one request. */
 #define PROTO_HTTP_HEADERS_MAX 64
 
