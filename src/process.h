@@ -29,6 +29,7 @@
 #include "auth.h"
 #include "buf.h"
 #include "proto.h"
+#include "reply.h"
 #include "settings.h"
 #include "stats.h"
 #include "txn.h"
@@ -61,6 +62,7 @@ struct process_ctx {
     const struct process_env *env;
     struct txn_batch *batch;
     struct stats_counters *stats;
+    struct reply_http_date http_date; /* the worker's HTTP Date cache */
 };
 
 enum process_result {

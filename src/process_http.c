@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "cmdmask.h"
 #include "json_check.h"
@@ -127,10 +128,12 @@ _authorized(struct process_ctx *ctx, const struct proto_request *req)
 }
 
 static enum process_result
-_answer(struct buf *out, const struct proto_request *req,
-        const struct reply_http *r)
+_answer(struct process_ctx *ctx, struct buf *out,
+        const struct proto_request *req, const struct reply_http *r)
 {
-    if (!reply_http(out, req, r)) {
+    struct reply_http dated = *r;
+    dated.date = reply_http_date(&ctx->http_date, (int64_t)time(NULL));
+    if (!reply_http(out, req, &dated)) {
         return PROCESS_FATAL;
     }
     return req->http.keep_alive && !r->close ? PROCESS_DONE : PROCESS_CLOSE;
@@ -173,7 +176,7 @@ _get(struct process_ctx *ctx, const struct proto_request *req,
     if (status == 304) {
         struct reply_http h = {.status = 304, .has_etag = true,
                                .cas = cur.meta.cas};
-        r = _answer(out, req, &h);
+        r = _answer(ctx, out, req, &h);
     } else if (status != 0) {
         r = _error(out, req, status, NULL);
     } else if (!present) {
@@ -189,7 +192,7 @@ _get(struct process_ctx *ctx, const struct proto_request *req,
             .has_etag = true,
             .cas = cur.meta.cas,
         };
-        r = _answer(out, req, &h);
+        r = _answer(ctx, out, req, &h);
     }
     txn_current_release(&cur);
     return r;
@@ -256,7 +259,7 @@ _put(struct process_ctx *ctx, const struct proto_request *req,
         .has_etag = true,
         .cas = m.cas,
     };
-    return _answer(out, req, &r);
+    return _answer(ctx, out, req, &r);
 }
 
 static enum process_result
@@ -287,7 +290,7 @@ _delete(struct process_ctx *ctx, const struct proto_request *req,
     }
     stats_incr(ctx->stats, STATS_DELETE_HITS);
     struct reply_http r = {.status = 204};
-    return _answer(out, req, &r);
+    return _answer(ctx, out, req, &r);
 }
 
 /* /-/health and /-/metrics. */
@@ -318,7 +321,7 @@ _admin(struct process_ctx *ctx, const struct proto_request *req,
             .body = writable ? ok : no,
             .nbody = writable ? sizeof(ok) - 1 : sizeof(no) - 1,
         };
-        return _answer(out, req, &r);
+        return _answer(ctx, out, req, &r);
     }
     return process_metrics_http(ctx, req, out);
 }

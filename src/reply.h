@@ -154,8 +154,21 @@ bool reply_sasl(struct buf *out, const struct proto_request *req,
                 enum reply_sasl_state state);
 
 /* An HTTP response (reply_http.c). */
+/*
+ * The Date header's value, formatted once a second: one per worker (in
+ * its process_ctx), so formatting costs nothing per response.
+ */
+struct reply_http_date {
+    int64_t second;     /* the Unix second `text` shows; 0 before the first */
+    char text[32];      /* "Sun, 06 Nov 1994 08:49:37 GMT" */
+};
+
+/* Brings `d` up to `now_s` (Unix seconds); returns d->text. */
+const char *reply_http_date(struct reply_http_date *d, int64_t now_s);
+
 struct reply_http {
     uint16_t status;
+    const char *date;   /* Date value (reply_http_date()); NULL: now */
     const char *ctype;  /* Content-Type, `nctype` bytes; none if 0 */
     size_t nctype;
     const void *body;   /* sent unless the request was HEAD */
@@ -166,7 +179,14 @@ struct reply_http {
     const char *extra;  /* more header lines ("Name: value\r\n"), or NULL */
 };
 
-/* Appends `r` as the answer to HTTP request `req`. */
+/* The longest Content-Type a response carries (record.h keeps 127). */
+#define REPLY_HTTP_CTYPE_MAX 127
+
+/*
+ * Appends `r` as the answer to HTTP request `req`. Returns false if `out`
+ * cannot grow, or `r` has a Content-Type over REPLY_HTTP_CTYPE_MAX or
+ * `extra` over 128 bytes.
+ */
 bool reply_http(struct buf *out, const struct proto_request *req,
                 const struct reply_http *r);
 

@@ -6,6 +6,7 @@
  */
 #include "reply_internal.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,50 +43,100 @@ _reason(uint16_t status)
     }
 }
 
+const char *
+reply_http_date(struct reply_http_date *d, int64_t now_s)
+{
+    if (d->second != now_s) {
+        time_t t = (time_t)now_s;
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(d->text, sizeof(d->text), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        d->second = now_s;
+    }
+    return d->text;
+}
+
+/* Appends `s` (`n` bytes) at `*p`, which has room (the head is sized). */
+static void
+_put(char **p, const char *s, size_t n)
+{
+    memcpy(*p, s, n);
+    *p += n;
+}
+
+#define PUT_LIT(p, lit) _put((p), (lit), sizeof(lit) - 1)
+
+static void
+_put_u64(char **p, uint64_t v)
+{
+    char digits[20];
+    size_t n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    while (n > 0) {
+        *(*p)++ = digits[--n];
+    }
+}
+
 bool
 reply_http(struct buf *out, const struct proto_request *req,
            const struct reply_http *r)
 {
-    char head[768];
-    char date[64];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    /* 1xx, 204 and 304 carry no body and no length (RFC 9110). */
-    bool bodyless = r->status == 204 || r->status == 304;
-    size_t length = r->nbody; /* HEAD: what GET would send */
-    int n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 %u %s\r\nDate: %s\r\nServer: kura/%s\r\n",
-                     r->status, _reason(r->status), date, PACKAGE_VERSION);
-    if (!bodyless) {
-        n += snprintf(head + n, sizeof(head) - (size_t)n,
-                      "Content-Length: %zu\r\n", length);
+    static const char hex[] = "0123456789abcdef";
+    /* Status line, Date, Server, length, type (at most 127 bytes), ETag,
+     * Connection: well under this; `extra` is checked on its own. */
+    char head[640];
+    char *p = head;
+    struct reply_http_date now = {0, ""};
+    const char *date = r->date;
+    if (date == NULL) {
+        date = reply_http_date(&now, (int64_t)time(NULL));
     }
-    if (r->nctype > 0 && !bodyless) {
-        n += snprintf(head + n, sizeof(head) - (size_t)n,
-                      "Content-Type: %.*s\r\n", (int)r->nctype, r->ctype);
-    }
-    if (r->has_etag) {
-        n += snprintf(head + n, sizeof(head) - (size_t)n,
-                      "ETag: \"%016" PRIx64 "\"\r\n", r->cas);
-    }
-    if (r->extra != NULL) {
-        n += snprintf(head + n, sizeof(head) - (size_t)n, "%s", r->extra);
-    }
-    if (r->close || !req->http.keep_alive) {
-        n += snprintf(head + n, sizeof(head) - (size_t)n,
-                      "Connection: close\r\n");
-    } else if (req->http.minor == 0) {
-        n += snprintf(head + n, sizeof(head) - (size_t)n,
-                      "Connection: keep-alive\r\n");
-    }
-    n += snprintf(head + n, sizeof(head) - (size_t)n, "\r\n");
-    if (n < 0 || (size_t)n >= sizeof(head)) {
+    const char *reason = _reason(r->status);
+    size_t nextra = r->extra != NULL ? strlen(r->extra) : 0;
+    if (r->nctype > REPLY_HTTP_CTYPE_MAX || nextra > 128) {
         return false;
     }
+    /* 1xx, 204 and 304 carry no body and no length (RFC 9110). */
+    bool bodyless = r->status == 204 || r->status == 304;
+    PUT_LIT(&p, "HTTP/1.1 ");
+    _put_u64(&p, r->status);
+    *p++ = ' ';
+    _put(&p, reason, strlen(reason));
+    PUT_LIT(&p, "\r\nDate: ");
+    _put(&p, date, strlen(date));
+    PUT_LIT(&p, "\r\nServer: kura/" PACKAGE_VERSION "\r\n");
+    if (!bodyless) {
+        PUT_LIT(&p, "Content-Length: "); /* HEAD: what GET would send */
+        _put_u64(&p, r->nbody);
+        PUT_LIT(&p, "\r\n");
+        if (r->nctype > 0) {
+            PUT_LIT(&p, "Content-Type: ");
+            _put(&p, r->ctype, r->nctype);
+            PUT_LIT(&p, "\r\n");
+        }
+    }
+    if (r->has_etag) {
+        PUT_LIT(&p, "ETag: \"");
+        for (int shift = 60; shift >= 0; shift -= 4) {
+            *p++ = hex[(r->cas >> shift) & 0xf];
+        }
+        PUT_LIT(&p, "\"\r\n");
+    }
+    if (nextra > 0) {
+        _put(&p, r->extra, nextra);
+    }
+    if (r->close || !req->http.keep_alive) {
+        PUT_LIT(&p, "Connection: close\r\n");
+    } else if (req->http.minor == 0) {
+        PUT_LIT(&p, "Connection: keep-alive\r\n");
+    }
+    PUT_LIT(&p, "\r\n");
+    assert((size_t)(p - head) <= sizeof(head));
     bool head_only = req->http.method == PROTO_HTTP_HEAD || bodyless;
-    return reply_raw(out, head, (size_t)n) &&
+    return reply_raw(out, head, (size_t)(p - head)) &&
            (head_only || r->nbody == 0 || reply_raw(out, r->body, r->nbody));
 }
 

@@ -80,7 +80,7 @@ _setup_with(const char *const *argv)
     memset(&sess, 0, sizeof(sess));
     env = (struct process_env){&eng,       &settings, _snapshot, _reset,
                                _verbosity, NULL,      &auth,     &access};
-    ctx = (struct process_ctx){&env, &batch, &counters};
+    ctx = (struct process_ctx){.env = &env, .batch = &batch, .stats = &counters};
 }
 
 static void
