@@ -23,6 +23,23 @@ process_now(struct process_ctx *ctx, struct now *n)
     txn_batch_flush_state(ctx->batch, &n->flush);
 }
 
+enum txn_status
+process_presence(struct process_ctx *ctx, const char *key, size_t nkey,
+                 bool *present, uint64_t *cas)
+{
+    struct txn_current cur;
+    struct now n;
+    process_now(ctx, &n);
+    enum txn_status st = txn_begin_key(ctx->batch, key, nkey, &cur);
+    if (st != TXN_OK) {
+        return st;
+    }
+    *present = process_visibility(&cur, &n) == VISIBLE;
+    *cas = cur.meta.cas;
+    txn_current_release(&cur);
+    return TXN_OK;
+}
+
 enum visibility
 process_visibility(const struct txn_current *cur, const struct now *n)
 {
@@ -393,17 +410,13 @@ static enum process_result
 _delete(struct process_ctx *ctx, const struct proto_request *req,
         struct buf *out)
 {
-    struct txn_current cur;
-    struct now n;
-
-    process_now(ctx, &n);
-    enum txn_status st = txn_begin_key(ctx->batch, req->key, req->nkey, &cur);
+    bool present;
+    uint64_t cas;
+    enum txn_status st =
+        process_presence(ctx, req->key, req->nkey, &present, &cas);
     if (st != TXN_OK) {
         return process_txn_error(ctx, req, out, st);
     }
-    bool present = process_visibility(&cur, &n) == VISIBLE;
-    uint64_t cas = cur.meta.cas;
-    txn_current_release(&cur);
     if (!present) {
         stats_incr(ctx->stats, STATS_DELETE_MISSES);
         return process_result_of(

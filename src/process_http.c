@@ -51,18 +51,10 @@ _etag_matches(const char *list, size_t n, bool present, uint64_t cas)
 {
     char mine[24];
     snprintf(mine, sizeof(mine), "\"%016" PRIx64 "\"", cas);
-    size_t i = 0;
-    while (i < n) {
-        while (i < n && (list[i] == ' ' || list[i] == '\t' || list[i] == ',')) {
-            i++;
-        }
-        size_t start = i;
-        while (i < n && list[i] != ',') {
-            i++;
-        }
-        const char *tag = list + start;
-        size_t len = i - start;
-        _trim(&tag, &len);
+    size_t pos = 0;
+    const char *tag;
+    size_t len;
+    while (proto_http_next_item(list, n, &pos, &tag, &len)) {
         if (len == 1 && tag[0] == '*') {
             if (present) {
                 return true;
@@ -266,16 +258,13 @@ static enum process_result
 _delete(struct process_ctx *ctx, const struct proto_request *req,
         struct buf *out)
 {
-    struct txn_current cur;
-    struct now n;
-    process_now(ctx, &n);
-    enum txn_status st = txn_begin_key(ctx->batch, req->key, req->nkey, &cur);
+    bool present;
+    uint64_t cas;
+    enum txn_status st =
+        process_presence(ctx, req->key, req->nkey, &present, &cas);
     if (st != TXN_OK) {
         return process_txn_error(ctx, req, out, st);
     }
-    bool present = process_visibility(&cur, &n) == VISIBLE;
-    uint64_t cas = cur.meta.cas;
-    txn_current_release(&cur);
     uint16_t status = _preconditions(req, present, cas);
     if (status != 0) {
         return _error(out, req, status, NULL);

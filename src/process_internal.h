@@ -33,6 +33,15 @@ void process_now(struct process_ctx *ctx, struct now *n);
 enum visibility process_visibility(const struct txn_current *cur,
                                    const struct now *n);
 
+/*
+ * Takes the key's stripe for a write (txn_begin_key) and reports whether
+ * a visible record is there (`*present`) and its cas, then releases the
+ * record it read; the stripe stays held for the write that follows.
+ * Returns the txn status (TXN_OK, or the error to answer).
+ */
+enum txn_status process_presence(struct process_ctx *ctx, const char *key,
+                                 size_t nkey, bool *present, uint64_t *cas);
+
 /* PROCESS_DONE if `ok`, else PROCESS_FATAL (the reply did not fit). */
 enum process_result process_result_of(bool ok);
 

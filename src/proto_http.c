@@ -149,14 +149,18 @@ _json_type(const char *s, size_t n)
            (len > 5 && strncasecmp(s + len - 5, "+json", 5) == 0);
 }
 
-/* Does the comma-separated `list` hold `token`? */
-static bool
-_has_token(const char *list, size_t n, const char *token)
+bool
+proto_http_next_item(const char *list, size_t n, size_t *pos,
+                     const char **item, size_t *len)
 {
-    size_t i = 0;
-    while (i < n) {
+    size_t i = *pos;
+    for (;;) {
         while (i < n && (list[i] == ' ' || list[i] == '\t' || list[i] == ',')) {
             i++;
+        }
+        if (i >= n) {
+            *pos = n;
+            return false;
         }
         size_t start = i;
         while (i < n && list[i] != ',') {
@@ -166,7 +170,22 @@ _has_token(const char *list, size_t n, const char *token)
         while (end > start && (list[end - 1] == ' ' || list[end - 1] == '\t')) {
             end--;
         }
-        if (_is(list + start, end - start, token)) {
+        *pos = i;
+        *item = list + start;
+        *len = end - start;
+        return true;
+    }
+}
+
+/* Does the comma-separated `list` hold `token`? */
+static bool
+_has_token(const char *list, size_t n, const char *token)
+{
+    size_t pos = 0;
+    const char *item;
+    size_t len;
+    while (proto_http_next_item(list, n, &pos, &item, &len)) {
+        if (_is(item, len, token)) {
             return true;
         }
     }

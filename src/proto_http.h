@@ -33,6 +33,7 @@
 #ifndef KURA_PROTO_HTTP_H
 #define KURA_PROTO_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "proto.h"
@@ -66,6 +67,15 @@ enum proto_http_method {
 enum proto_status proto_http_parse(struct proto_parser *p, char *buf,
                                    size_t len, size_t *consumed,
                                    struct proto_request *req);
+
+/*
+ * Iterates over a comma-separated header list (Connection, If-Match...):
+ * from `*pos` (0 at first), sets `*item`/`*len` to the next element with
+ * surrounding blanks removed, advances `*pos` and returns true; false at
+ * the end. Empty elements are skipped.
+ */
+bool proto_http_next_item(const char *list, size_t n, size_t *pos,
+                          const char **item, size_t *len);
 
 /* The method's name ("GET"...). */
 const char *proto_http_method_name(enum proto_http_method m);
