@@ -32,7 +32,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define MAX_CHUNK_SIZES 7
 #define NONE ((size_t)-1)
 /* What the parser may buffer beyond a value: a key and 255 extras. */
 #define BODY_OVERHEAD (PROTO_KEY_MAX + 255)
@@ -470,23 +469,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         PROTO_MAX_LINE_DEFAULT, (size_t)1 << 20, (size_t)1 << 20, false};
     static const struct proto_limits small_limits = {128, 512, 64, false};
 
-    if (size < 2) {
+    struct fuzz_stream in;
+    if (!fuzz_stream_split(data, size, &in)) {
         return 0;
     }
     const struct proto_limits *lim =
-        (data[0] & 1) ? &small_limits : &server_limits;
-    static const uint8_t default_sizes[] = {0, 2, 6, 15};
-    size_t given = data[1] % (MAX_CHUNK_SIZES + 1);
-    if (size <= 2 + given) {
-        return 0;
-    }
-    const uint8_t *sizes = given > 0 ? data + 2 : default_sizes;
-    size_t nsizes = given > 0 ? given : sizeof(default_sizes);
-    size_t len = size - 2 - given;
+        (in.mode & 1) ? &small_limits : &server_limits;
+    const uint8_t *sizes = in.sizes;
+    size_t nsizes = in.nsizes;
+    size_t len = in.len;
     char *stream = malloc(len);
     FUZZ_CHECK(stream != NULL);
-    memcpy(stream, data + size - len, len);
-    if (data[0] & 2) {
+    memcpy(stream, in.data, len);
+    if (in.mode & 2) {
         _repair_frames(stream, len);
     }
 

@@ -60,6 +60,41 @@ fuzz_inside(const void *p, size_t n, const void *base, size_t len)
     return s >= b && s <= b + len && n <= (size_t)(b + len - s);
 }
 
+/* How a stream harness's input is split (fuzz_proto, fuzz_bin, fuzz_http). */
+struct fuzz_stream {
+    uint8_t mode;           /* byte 0: the harness's own option bits */
+    const uint8_t *sizes;   /* chunk sizes (each + 1), used in turn */
+    size_t nsizes;
+    const uint8_t *data;    /* the stream itself */
+    size_t len;
+};
+
+#define FUZZ_MAX_CHUNK_SIZES 7
+
+/*
+ * Splits an input: byte 0 is the mode, byte 1 % 8 how many chunk sizes
+ * follow (with none, chunks of 1, 3, 7 and 16 bytes), the rest the
+ * stream. Returns false if the input is too short to hold a stream.
+ */
+static inline bool
+fuzz_stream_split(const uint8_t *data, size_t size, struct fuzz_stream *out)
+{
+    static const uint8_t default_sizes[] = {0, 2, 6, 15};
+    if (size < 2) {
+        return false;
+    }
+    size_t given = data[1] % (FUZZ_MAX_CHUNK_SIZES + 1);
+    if (size <= 2 + given) {
+        return false;
+    }
+    out->mode = data[0];
+    out->sizes = given > 0 ? data + 2 : default_sizes;
+    out->nsizes = given > 0 ? given : sizeof(default_sizes);
+    out->len = size - 2 - given;
+    out->data = data + size - out->len;
+    return true;
+}
+
 /*
  * Checks a record envelope the way the transaction layer reads one (the
  * payload of a PUT, a snapshot item): a decoded envelope must encode and

@@ -28,7 +28,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define MAX_CHUNK_SIZES 7
 #define MAX_EVENTS 256
 
 /* A parser result, as far as both deliveries must agree on it. */
@@ -166,20 +165,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         PROTO_MAX_LINE_DEFAULT, (size_t)1 << 20, (size_t)1 << 20, true};
     static const struct proto_limits small_limits = {128, 512, 64, true};
 
-    if (size < 2) {
+    struct fuzz_stream in;
+    if (!fuzz_stream_split(data, size, &in)) {
         return 0;
     }
     const struct proto_limits *lim =
-        (data[0] & 1) ? &small_limits : &server_limits;
-    static const uint8_t default_sizes[] = {0, 2, 6, 15};
-    size_t given = data[1] % (MAX_CHUNK_SIZES + 1);
-    if (size <= 2 + given) {
-        return 0;
-    }
-    const uint8_t *sizes = given > 0 ? data + 2 : default_sizes;
-    size_t nsizes = given > 0 ? given : sizeof(default_sizes);
-    size_t len = size - 2 - given;
-    const char *stream = (const char *)data + size - len;
+        (in.mode & 1) ? &small_limits : &server_limits;
+    const uint8_t *sizes = in.sizes;
+    size_t nsizes = in.nsizes;
+    size_t len = in.len;
+    const char *stream = (const char *)in.data;
 
     static struct trace whole;
     static struct trace pieces;
