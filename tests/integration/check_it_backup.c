@@ -16,6 +16,8 @@
  *   changes before it are there, a flush_all, a delete and an overwrite
  *   after it are not; a time before the backup's position and a log that
  *   does not continue the backup are refused.
+ * - Items a flush_all hid but the sweeper has not yet retired stay out of
+ *   a later backup (R4).
  * - A backup with the wrong key, or none, is refused and leaves no file;
  *   the server refuses a backup session whose proof is wrong.
  *
@@ -690,6 +692,33 @@ START_TEST(test_point_in_time)
 }
 END_TEST
 
+/*
+ * R4: items a flush_all hid, which the sweeper has not yet retired, stay
+ * out of a backup taken after it; what was written after it is there.
+ */
+START_TEST(test_backup_after_flush_all)
+{
+    struct tool_run t;
+    const char *out = _in(&m, "backup.tch");
+
+    _set_many(m.port, "a", "A", 300);
+    int fd = kc_connect(m.port);
+    ck_assert(kc_check(fd, "flush_all\r\n", "OK\r\n"));
+    close(fd);
+    _set_many(m.port, "c", "C", 3);
+    _backup(&t, out, _in(&m, "rkey"), 0);
+    kura_init(&r, NULL);
+    _copy(out, r.db);
+    ck_assert_int_eq(kura_launch(&r), 0);
+    _expect_value(r.port, "a0", NULL);
+    _expect_value(r.port, "a299", NULL);
+    _expect_value(r.port, "c2", "C2");
+    fd = kc_connect(r.port);
+    ck_assert_int_eq(kc_stat(fd, "curr_items"), 3);
+    close(fd);
+}
+END_TEST
+
 /* A backup needs the server's key; the server checks the proof. */
 START_TEST(test_backup_wrong_key_refused)
 {
@@ -742,6 +771,7 @@ backup_suite(void)
     tcase_add_test(tc, test_backup_under_load);
     tcase_add_test(tc, test_standby_from_backup);
     tcase_add_test(tc, test_point_in_time);
+    tcase_add_test(tc, test_backup_after_flush_all);
     tcase_add_test(tc, test_backup_wrong_key_refused);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
