@@ -16,6 +16,9 @@
  *   changes before it are there, a flush_all, a delete and an overwrite
  *   after it are not; a time before the backup's position and a log that
  *   does not continue the backup are refused.
+ * - A backup reader stalled mid-snapshot while writes rotate the log and
+ *   checkpoints remove segments still gets every record up to its
+ *   position (R3: the backup holds back what it needs).
  * - Items a flush_all hid but the sweeper has not yet retired stay out of
  *   a later backup (R4).
  * - A backup with the wrong key, or none, is refused and leaves no file;
@@ -32,7 +35,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -43,6 +49,9 @@
 #include "dbspec.h"
 #include "harness.h"
 #include "record.h"
+#include "repl_auth.h"
+#include "repl_proto.h"
+#include "repl_slave.h"
 #include "store.h"
 
 #define TOOL_TIMEOUT_MS 60000
@@ -719,6 +728,149 @@ START_TEST(test_backup_after_flush_all)
 }
 END_TEST
 
+/* Sets SO_RCVBUF small and connects to `port`: a slow backup reader. */
+static int
+_slow_connect(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 4096;
+    struct sockaddr_in sin;
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small,
+                                sizeof(small)), 0);
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons((uint16_t)port);
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    return fd;
+}
+
+struct stat_arg {
+    int port;
+    const char *name;
+    long long at_least;
+};
+
+static bool
+_stat_reaches(void *arg)
+{
+    struct stat_arg *a = arg;
+    int fd = kc_connect(a->port);
+    long long v = fd >= 0 ? kc_stat(fd, a->name) : -1;
+    if (fd >= 0) {
+        close(fd);
+    }
+    return v >= a->at_least;
+}
+
+static long long
+_stat(int port, const char *name)
+{
+    int fd = kc_connect(port);
+    ck_assert_int_ge(fd, 0);
+    long long v = kc_stat(fd, name);
+    close(fd);
+    return v;
+}
+
+/*
+ * R3: while a backup is connected, the log it still needs is kept. A slow
+ * reader holds the master in the middle of the snapshot while writes
+ * rotate the log and checkpoints remove old segments; the backup then
+ * completes with every record up to its position, seqs dense.
+ */
+START_TEST(test_slow_backup_holds_the_log)
+{
+    struct tool_run t;
+    char port[16];
+    ck_assert_int_eq(kura_stop(&m, 20000), 0);
+    m.args[m.nargs++] = "-ulim";
+    m.args[m.nargs++] = "64k";
+    m.args[m.nargs++] = "-ckpt";
+    m.args[m.nargs++] = "1";
+    m.args[m.nargs++] = "-ukeep";
+    m.args[m.nargs++] = "100000";
+    ck_assert_int_eq(kura_launch(&m), 0);
+    snprintf(port, sizeof(port), "%d", m.port);
+    /* 8,000 keys of 1,000 bytes: more than the socket buffers hold. */
+    _run(&t, (const char *const[]){"bench", "--port", port, "--conns", "8",
+                                   "--pipeline", "8", "--ops", "8000",
+                                   "--value-size", "1000", "--own-keys",
+                                   "1000", "--ack-log", _in(&m, "ack0"),
+                                   NULL},
+         0);
+
+    struct repl_auth auth;
+    char err[256];
+    char line[REPL_LINE_MAX];
+    ck_assert_int_eq(repl_auth_load(&auth, _in(&m, "rkey"), err,
+                                    sizeof(err)), 0);
+    int fd = _slow_connect(m.port);
+    struct repl_hello h = {REPL_VERSION, REPL_BACKUP_SID, 0, REPL_FLAG_BACKUP,
+                           ""};
+    ck_assert_int_eq(repl_slave_handshake(fd, &h, &auth, 5000, line,
+                                          sizeof(line)),
+                     REPL_SLAVE_HS_OK);
+    ck_assert_str_eq(line, "REPL BACKUP 1");
+
+    /* Stalled: more writes, segments rotate, checkpoints run. */
+    long long removed = _stat(m.port, "kura_ulog_segments_removed");
+    long long ckpts = _stat(m.port, "kura_ulog_checkpoints");
+    _run(&t, (const char *const[]){"bench", "--port", port, "--conns", "4",
+                                   "--ops", "2000", "--value-size", "1000",
+                                   "--prefix", "w:", "--keyspace", "500",
+                                   NULL},
+         0);
+    struct stat_arg two_more = {m.port, "kura_ulog_checkpoints", ckpts + 2};
+    ck_assert(harness_wait_for(_stat_reaches, &two_more, 5000));
+
+    /* Read the whole backup and check it, as kura backup does. */
+    static uint8_t in[(size_t)8 << 20];
+    size_t have = 0;
+    bool snap_end = false;
+    bool done = false;
+    uint64_t records = 0;
+    uint64_t last_seq = 0;
+    uint64_t last_lsn = 0;
+    uint64_t deadline = harness_now_ms() + 30000;
+    while (!done && harness_now_ms() < deadline) {
+        ssize_t n = recv(fd, in + have, sizeof(in) - have, 0);
+        if (n <= 0) {
+            break;
+        }
+        have += (size_t)n;
+        size_t off = 0;
+        struct repl_frame f;
+        while (repl_frame_decode(in + off, have - off, &f) == REPL_OK) {
+            if (f.type == REPL_FRAME_SNAP_END) {
+                snap_end = true;
+            } else if (f.type == REPL_FRAME_RECORD) {
+                ck_assert(snap_end);
+                ck_assert(records == 0 || f.rec.seq == last_seq + 1);
+                last_seq = f.rec.seq;
+                last_lsn = f.rec.lsn;
+                records++;
+            } else if (f.type == REPL_FRAME_HEARTBEAT) {
+                ck_assert_uint_eq(f.pos_seq, last_seq);
+                ck_assert_uint_eq(f.pos_lsn, last_lsn);
+                done = true;
+            }
+            off += f.len;
+        }
+        memmove(in, in + off, have - off);
+        have -= off;
+    }
+    close(fd);
+    ck_assert_msg(done, "the backup did not complete");
+    /* The stalled writes reached it through the log it held. */
+    ck_assert_uint_ge(records, 2000);
+    /* Segments were removed meanwhile, just none it needed. */
+    ck_assert_int_gt(_stat(m.port, "kura_ulog_segments_removed"), removed);
+    ck_assert(kura_log_has(&m, "sent a backup to"));
+}
+END_TEST
+
 /* A backup needs the server's key; the server checks the proof. */
 START_TEST(test_backup_wrong_key_refused)
 {
@@ -772,6 +924,7 @@ backup_suite(void)
     tcase_add_test(tc, test_standby_from_backup);
     tcase_add_test(tc, test_point_in_time);
     tcase_add_test(tc, test_backup_after_flush_all);
+    tcase_add_test(tc, test_slow_backup_holds_the_log);
     tcase_add_test(tc, test_backup_wrong_key_refused);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
