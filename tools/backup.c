@@ -13,7 +13,8 @@
  *
  *   1. the new database is synced and closed (clean mark set, store.h D2);
  *   2. the old OUT.pos and OUT.flush are removed and the directory synced
- *      (a database without its .pos is refused by every restore path);
+ *      (a database without its .pos is still a whole backup, but cannot
+ *      seed a standby or a point-in-time restore, which need the .pos);
  *   3. the database, then its flush state if any, are renamed into place
  *      and the directory synced;
  *   4. OUT.pos is written atomically (atomicfile.h).
@@ -181,7 +182,9 @@ _end(struct backup *bk, const struct repl_frame *f)
                      "lsn %" PRIu64 " seq %" PRIu64 ")", f->pos_lsn,
                      f->pos_seq, bk->last_lsn, bk->last_seq);
     }
-    bk->pos_lsn = bk->records > 0 ? f->pos_lsn : bk->snap_lsn;
+    /* Without records, P is at or below the snapshot's lsn: a redo from
+     * P repeats changes the file holds, which ends in the same state. */
+    bk->pos_lsn = f->pos_lsn;
     bk->pos_seq = f->pos_seq;
     bk->finished = true;
     return 0;
