@@ -19,11 +19,8 @@
  *      and the directory synced;
  *   4. OUT.pos is written atomically (atomicfile.h).
  *
- * Checks on the stream (any failure abandons the backup): items only
- * inside SNAP_BEGIN..SNAP_END and as many as SNAP_END counts; records
- * after the snapshot's lsn, lsns increasing and seqs dense (the master
- * skips none for a backup, R2); the last record is the position the
- * heartbeat names; and the master closes the connection after it.
+ * What arrives is checked by backup_stream.h (any failure abandons the
+ * backup), and the master must close the connection after the position.
  *
  * OUT is locked as a database (store_lock) while the backup runs, so it
  * cannot be written over a database a kurad has open, nor by two backups
@@ -43,6 +40,7 @@
 
 #include "atomicfile.h"
 #include "backup_pos.h"
+#include "backup_stream.h"
 #include "buf.h"
 #include "clock.h"
 #include "dbspec.h"
@@ -78,17 +76,7 @@ struct backup {
     uint8_t *scratch;            /* a snapshot item, sealed by store_put */
     size_t scratch_cap;
     uint32_t master_sid;
-    /* the stream's state */
-    bool snap_begun;
-    bool snap_ended;
-    bool finished;               /* the closing heartbeat arrived */
-    uint64_t snap_lsn;
-    uint64_t items;
-    uint64_t records;
-    uint64_t last_lsn;
-    uint64_t last_seq;
-    uint64_t pos_lsn;
-    uint64_t pos_seq;
+    struct backup_stream stream; /* the checks on what arrives */
     char err[512];
 };
 
@@ -107,118 +95,46 @@ _fail(struct backup *bk, const char *fmt, ...)
 
 /* ------------------------------------------------------------ frames */
 
+/* backup_stream_ops.item: writes a snapshot item into the new file. */
 static int
-_item(struct backup *bk, const struct repl_frame *f)
+_put_item(void *arg, const char *key, size_t nkey, const uint8_t *rec,
+          size_t len, char *err, size_t errlen)
 {
-    if (!bk->snap_begun || bk->snap_ended) {
-        return _fail(bk, "the server sent an item outside the snapshot");
-    }
-    if (f->vlen > bk->scratch_cap) {
-        uint8_t *p = realloc(bk->scratch, f->vlen);
+    struct backup *bk = arg;
+    if (len > bk->scratch_cap) {
+        uint8_t *p = realloc(bk->scratch, len);
         if (p == NULL) {
-            return _fail(bk, "out of memory for a %zu-byte item", f->vlen);
+            snprintf(err, errlen, "out of memory for a %zu-byte item", len);
+            return -1;
         }
         bk->scratch = p;
-        bk->scratch_cap = f->vlen;
+        bk->scratch_cap = len;
     }
-    struct record_meta m;
-    const uint8_t *v;
-    size_t vlen;
-    if (record_decode(f->value, f->vlen, &m, &v, &vlen) != RECORD_OK) {
-        return _fail(bk, "the server sent a malformed item");
-    }
-    memcpy(bk->scratch, f->value, f->vlen);
+    memcpy(bk->scratch, rec, len);
     /* store_put() seals the record with this file's salt (store.h D3). */
-    if (store_put(bk->store, f->key, f->nkey, bk->scratch, f->vlen) !=
-        STORE_OK) {
-        return _fail(bk, "cannot write %s: %s", bk->part.path,
-                     store_errmsg(bk->store));
+    if (store_put(bk->store, key, nkey, bk->scratch, len) != STORE_OK) {
+        snprintf(err, errlen, "cannot write %s: %s", bk->part.path,
+                 store_errmsg(bk->store));
+        return -1;
     }
-    bk->items++;
     return 0;
 }
 
+/*
+ * backup_stream_ops.redo: the record is the key's state at that point of
+ * the log, so applying them in order ends in the state at the last one.
+ */
 static int
-_record(struct backup *bk, const struct repl_frame *f)
+_redo(void *arg, const struct logrec *r, char *err, size_t errlen)
 {
-    const struct logrec *r = &f->rec;
+    struct backup *bk = arg;
     bool applied;
-
-    if (!bk->snap_ended || bk->finished) {
-        return _fail(bk, "the server sent a log record out of place");
-    }
-    if (r->lsn <= bk->snap_lsn || (bk->records > 0 && r->lsn <= bk->last_lsn)) {
-        return _fail(bk, "log record lsn %" PRIu64 " is out of order",
-                     r->lsn);
-    }
-    if (bk->records > 0 && r->seq != bk->last_seq + 1) {
-        return _fail(bk, "log records are missing between seq %" PRIu64
-                     " and %" PRIu64, bk->last_seq, r->seq);
-    }
-    /* Redo: the record is the key's state at that point of the log, so
-     * applying them in order ends in the state at the last one. */
     if (txn_redo(&bk->batch, r, &applied) != TXN_OK) {
-        return _fail(bk, "cannot apply log record seq %" PRIu64 " to %s",
-                     r->seq, bk->part.path);
+        snprintf(err, errlen, "cannot apply log record seq %" PRIu64
+                 " to %s", r->seq, bk->part.path);
+        return -1;
     }
-    bk->records++;
-    bk->last_lsn = r->lsn;
-    bk->last_seq = r->seq;
     return 0;
-}
-
-/* The closing heartbeat: P, and what must hold of the records before it. */
-static int
-_end(struct backup *bk, const struct repl_frame *f)
-{
-    if (!bk->snap_ended || bk->finished) {
-        return _fail(bk, "the server sent a position out of place");
-    }
-    if (bk->records > 0 ? f->pos_lsn != bk->last_lsn ||
-                              f->pos_seq != bk->last_seq
-                        : f->pos_lsn > bk->snap_lsn) {
-        return _fail(bk, "the server's position lsn %" PRIu64 " seq %"
-                     PRIu64 " does not match the records received (last "
-                     "lsn %" PRIu64 " seq %" PRIu64 ")", f->pos_lsn,
-                     f->pos_seq, bk->last_lsn, bk->last_seq);
-    }
-    /* Without records, P is at or below the snapshot's lsn: a redo from
-     * P repeats changes the file holds, which ends in the same state. */
-    bk->pos_lsn = f->pos_lsn;
-    bk->pos_seq = f->pos_seq;
-    bk->finished = true;
-    return 0;
-}
-
-static int
-_frame(struct backup *bk, const struct repl_frame *f)
-{
-    switch (f->type) {
-    case REPL_FRAME_SNAP_BEGIN:
-        if (bk->snap_begun) {
-            return _fail(bk, "the server began a second snapshot");
-        }
-        bk->snap_begun = true;
-        bk->snap_lsn = f->lsn;
-        return 0;
-    case REPL_FRAME_SNAP_ITEM:
-        return _item(bk, f);
-    case REPL_FRAME_SNAP_END:
-        if (!bk->snap_begun || bk->snap_ended || f->count != bk->items) {
-            return _fail(bk, "the snapshot ended with %" PRIu64 " items "
-                         "counted and %" PRIu64 " received", f->count,
-                         bk->items);
-        }
-        bk->snap_ended = true;
-        return 0;
-    case REPL_FRAME_RECORD:
-        return _record(bk, f);
-    case REPL_FRAME_HEARTBEAT:
-        return _end(bk, f);
-    default:
-        return _fail(bk, "the server sent an unexpected frame (type %d)",
-                     (int)f->type);
-    }
 }
 
 /* Reads frames until the master closes the connection after P. */
@@ -249,7 +165,7 @@ _receive(struct backup *bk, int fd)
             break;
         }
         if (got == 0) {
-            if (bk->finished && buf_len(&in) == 0) {
+            if (backup_stream_done(&bk->stream) && buf_len(&in) == 0) {
                 rc = 0;
             } else {
                 _fail(bk, "the server closed the connection before the "
@@ -263,10 +179,8 @@ _receive(struct backup *bk, int fd)
         bool failed = false;
         while ((st = repl_frame_decode((const uint8_t *)buf_head(&in),
                                        buf_len(&in), &f)) == REPL_OK) {
-            if (bk->finished || _frame(bk, &f) != 0) {
-                if (bk->finished && bk->err[0] == '\0') {
-                    _fail(bk, "the server sent more after the position");
-                }
+            if (backup_stream_frame(&bk->stream, &f) != 0) {
+                _fail(bk, "%s", bk->stream.err);
                 failed = true;
                 break;
             }
@@ -394,6 +308,8 @@ _open_part(struct backup *bk)
         return _fail(bk, "out of memory");
     }
     bk->eng_ready = true;
+    struct backup_stream_ops ops = {_put_item, _redo, bk};
+    backup_stream_init(&bk->stream, &ops);
     return 0;
 }
 
@@ -430,7 +346,8 @@ static int
 _commit(struct backup *bk)
 {
     char text[BACKUP_POS_MAX];
-    struct backup_pos pos = {bk->pos_lsn, bk->pos_seq, bk->master_sid};
+    struct backup_pos pos = {bk->stream.pos_lsn, bk->stream.pos_seq,
+                             bk->master_sid};
     int n = backup_pos_format(&pos, text, sizeof(text));
     if (n < 0) {
         return _fail(bk, "cannot format the position");
@@ -553,13 +470,14 @@ backup_cmd(int argc, char **argv)
     if (store_lock(bk->out.path, &lock_fd, bk->err, sizeof(bk->err)) == 0 &&
         _open_part(bk) == 0 && _session(bk) == 0 && _close_part(bk) == 0 &&
         _commit(bk) == 0) {
+        const struct backup_stream *st = &bk->stream;
         char t[BACKUP_POS_TIME_MAX];
-        backup_pos_time_format(bk->pos_lsn, t);
+        backup_pos_time_format(st->pos_lsn, t);
         printf("%s: %" PRIu64 " items and %" PRIu64 " log records from "
                "server %" PRIu32 " at %s:%d, as of lsn %" PRIu64 " seq %"
-               PRIu64 " (%s), in %.3f s\n", bk->out.path, bk->items,
-               bk->records, bk->master_sid, bk->host, bk->port, bk->pos_lsn,
-               bk->pos_seq, t, (double)(util_mono_ms() - started) / 1000.0);
+               PRIu64 " (%s), in %.3f s\n", bk->out.path, st->items,
+               st->records, bk->master_sid, bk->host, bk->port, st->pos_lsn,
+               st->pos_seq, t, (double)(util_mono_ms() - started) / 1000.0);
         rc = 0;
     } else {
         char why[sizeof(bk->err)];
