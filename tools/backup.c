@@ -147,9 +147,12 @@ _receive(struct backup *bk, int fd)
     buf_init(&in);
     for (;;) {
         int w = netio_wait_readable(fd, bk->timeout_ms);
-        if (w <= 0) {
-            _fail(bk, w == 0 ? "the server sent nothing for %d ms"
-                             : "lost the connection (%d)", bk->timeout_ms);
+        if (w == 0) {
+            _fail(bk, "the server sent nothing for %d ms", bk->timeout_ms);
+            break;
+        }
+        if (w < 0) {
+            _fail(bk, "lost the connection: %s", strerror(errno));
             break;
         }
         if (!buf_reserve(&in, READ_CHUNK, REPL_FRAME_MAX + READ_CHUNK)) {
