@@ -488,8 +488,9 @@ backup_cmd(int argc, char **argv)
         _close_part(bk);
         fprintf(stderr, "kura backup: %s\n", why);
     }
-    _remove_part(bk);
     if (lock_fd >= 0) {
+        /* Only under the lock: the .part may be another backup's. */
+        _remove_part(bk);
         close(lock_fd);
     }
     free(bk->scratch);

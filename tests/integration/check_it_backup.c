@@ -22,7 +22,8 @@
  * - Items a flush_all hid but the sweeper has not yet retired stay out of
  *   a later backup (R4).
  * - A backup with the wrong key, or none, is refused and leaves no file;
- *   the server refuses a backup session whose proof is wrong.
+ *   the server refuses a backup session whose proof is wrong; a backup
+ *   is never written over a database a kurad has open.
  *
  * Every wait polls a condition against a deadline.
  */
@@ -908,6 +909,10 @@ START_TEST(test_backup_wrong_key_refused)
     close(fd);
     ck_assert(kura_wait_logged(&m, "failed authentication", 5000));
     ck_assert(!kura_log_has(&m, "sent a backup"));
+
+    /* Never over a database a kurad has open: here the server's own. */
+    _backup(&t, m.db, _in(&m, "rkey"), 1);
+    ck_assert_ptr_nonnull(strstr(t.err, "another process is using it"));
 
     /* The right key works, and a second backup replaces the first. */
     _backup(&t, out, _in(&m, "rkey"), 0);
