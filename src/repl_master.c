@@ -53,6 +53,7 @@ struct peer {
 struct repl_master {
     struct ulog *ulog;
     struct store *store;
+    struct txn_engine *eng;     /* flush_all state for R4, or NULL */
     const struct repl_auth *auth;
     uint32_t sid;
     bool durable_only;
@@ -318,6 +319,18 @@ _authenticate(struct sender *s)
     return true;
 }
 
+/* True if the stored record `rec` is a value `fl` hides at `now_us`. */
+static bool
+_flushed(const struct expiry_flush *fl, const uint8_t *rec, size_t len,
+         uint64_t now_us)
+{
+    struct record_meta meta;
+    const uint8_t *v;
+    size_t vlen;
+    return record_decode(rec, len, &meta, &v, &vlen) == RECORD_OK &&
+           meta.kind == RECORD_VALUE && expiry_flushed(fl, meta.ts, now_us);
+}
+
 /*
  * Sends a snapshot of the database (R1) to peer `p`, or to a backup when
  * `p` is NULL. Returns the lsn it covers, or 0; sets `*sent` to the items.
@@ -337,6 +350,13 @@ _send_snapshot(struct sender *s, struct peer *p, uint64_t *sent)
     /* Every record up to `safe` is in the database as the walk starts;
      * later changes follow from the log, and newer always wins. */
     uint64_t safe = ulog_applied_lsn(m->ulog);
+    /* R4: a backup leaves out what the flush_all state hides now. */
+    struct expiry_flush fl;
+    bool hide_flushed = p == NULL && m->eng != NULL;
+    uint64_t walk_us = util_now_us();
+    if (hide_flushed) {
+        txn_flush_state(m->eng, &fl);
+    }
     uint8_t frame[16];
     ok = ok && _queue(s, frame, repl_encode_u64(frame, REPL_FRAME_SNAP_BEGIN,
                                                 safe)) == 0;
@@ -355,6 +375,10 @@ _send_snapshot(struct sender *s, struct peer *p, uint64_t *sent)
         struct store_value v;
         if (store_get(m->store, key, nkey, scratch, cap, &v) != STORE_OK) {
             continue; /* removed meanwhile: the log carries that */
+        }
+        if (hide_flushed && _flushed(&fl, v.data, v.len, walk_us)) {
+            store_value_release(&v);
+            continue;
         }
         size_t h = repl_encode_snap_item(hdr, key, nkey, v.len);
         ok = _queue(s, hdr, h) == 0 && _queue(s, v.data, v.len) == 0;
@@ -697,6 +721,12 @@ _reap(struct repl_master *m, bool all)
         close(s->fd);
         free(s);
     }
+}
+
+void
+repl_master_set_engine(struct repl_master *m, struct txn_engine *eng)
+{
+    m->eng = eng;
 }
 
 int

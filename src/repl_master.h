@@ -36,6 +36,13 @@
  *       it is connected it holds back segment and tombstone removal
  *       (repl_master_acked()) from before its snapshot's lsn, so the
  *       records R2 needs cannot be removed under it (short of -ukeep).
+ *   R4. A backup's snapshot leaves out the items that the flush_all state
+ *       read when its walk starts hides (a flush_all is applied lazily:
+ *       hidden items stay in the file until the sweeper retires them), so
+ *       a backup never brings back what a flush_all at or below P hid. A
+ *       flush_all logged after the snapshot's lsn reaches the backup as
+ *       its record (R2). A delayed flush_all still pending at the walk is
+ *       not carried.
  *
  * Thread-safety: repl_master_accept() and the query functions may be
  * called from any thread.
@@ -52,6 +59,7 @@
 #include "repl_auth.h"
 #include "repl_proto.h"
 #include "store.h"
+#include "txn.h"
 #include "ulog.h"
 
 #define REPL_MAX_PEERS 16
@@ -81,6 +89,13 @@ struct repl_master *repl_master_create(struct ulog *ulog, struct store *store,
                                        const struct repl_auth *auth,
                                        struct logger *log, char *err,
                                        size_t errlen);
+
+/*
+ * Gives the master the write path's flush_all state (txn.h) for R4. Call
+ * before the first connection; `eng` must outlive the master. Without it
+ * a backup's snapshot includes items a flush_all hid.
+ */
+void repl_master_set_engine(struct repl_master *m, struct txn_engine *eng);
 
 /*
  * Takes over `fd`, a connection whose first line was "REPL <args>", and

@@ -429,6 +429,7 @@ _open_storage(struct server *srv, char *err, size_t errlen)
     if (srv->master == NULL) {
         return -1;
     }
+    repl_master_set_engine(srv->master, &srv->eng);
     if (ulog_start(srv->ulog) != 0) {
         snprintf(err, errlen, "cannot start the update log threads");
         return -1;

@@ -13,6 +13,7 @@
  *                            read, check or replay an update log
  *   kura check DBNAME        structural check of a database file
  *   kura optimize DBNAME     rebuild a stopped database with new tuning
+ *   kura backup ... OUT.tch  hot backup of a running server
  *
  * Each subcommand lives in its own file; this file only dispatches.
  */
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backup.h"
 #include "bench.h"
 #include "config.h"
 #include "dbcheck.h"
@@ -53,6 +55,8 @@ _usage(FILE *out)
             "  check       check a database file's structure\n"
             "  optimize    rebuild a stopped database, e.g. with a larger "
             "bnum\n"
+            "  backup      copy a running server's database, with its log "
+            "position\n"
             "  ping        is a server answering and accepting writes "
             "(exit 0)?\n"
             "  stats       a server's stats, or its kura_* figures for "
@@ -74,9 +78,12 @@ _usage(FILE *out)
             "kura load --generate N --out FILE [--start-time T]\n"
             "kura ulog dump DIR [--after LSN]\n"
             "kura ulog verify DIR\n"
-            "kura ulog replay DIR DBNAME [--after LSN]\n"
+            "kura ulog replay DIR DBNAME [--after LSN | --pos FILE]\n"
+            "                [--until TIME]\n"
             "kura check DBNAME\n"
             "kura optimize DBNAME[#bnum=N#apow=N#fpow=N#opts=...]\n"
+            "kura backup [--host H] --port P [--rkey FILE] [--timeout MS] "
+            "OUT.tch\n"
             "kura ping [--host H] [--port P] [--timeout MS] [--auth FILE]\n"
             "          [--quiet]\n"
             "kura stats [--host H] [--port P] [--timeout MS] [--auth FILE]\n"
@@ -314,6 +321,9 @@ main(int argc, char **argv)
     }
     if (strcmp(argv[1], "optimize") == 0) {
         return optimize_cmd(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "backup") == 0) {
+        return backup_cmd(argc - 1, argv + 1);
     }
     if (strcmp(argv[1], "ping") == 0) {
         return ping_cmd(argc - 1, argv + 1);
