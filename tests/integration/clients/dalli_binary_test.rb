@@ -7,8 +7,8 @@
 # given. If KURA_SASL_USER and KURA_SASL_PASS are set (or --sasl-user and
 # --sasl-pass), Dalli authenticates with SASL PLAIN. Prints one line per
 # check and "N passed, N failed"; exits 1 if a check failed, 77 if Dalli is
-# not installed. The only sleep waits for a TTL to pass on the server's
-# one-second clock.
+# not installed. The wait for a TTL to pass on the server's clock polls
+# against a deadline.
 require 'optparse'
 
 begin
@@ -149,11 +149,14 @@ end
 
 results = {}
 begin
-  expect(mc.set(P + 'ttl', 'short', 1), 'set with a TTL')
-  expect(mc.set(P + 'touch', 'kept', 1), 'set with a TTL')
+  expect(mc.set(P + 'ttl', 'short', 3), 'set with a TTL')
+  expect(mc.set(P + 'touch', 'kept', 3), 'set with a TTL')
   expect(mc.get(P + 'ttl') == 'short', 'the item is there at once')
   expect(mc.touch(P + 'touch', 100), 'touch')
-  sleep 2.1 # the 1 s TTL must pass on the server's clock (1 s resolution)
+  # poll until the shared TTL has passed on the server's clock
+  deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 15
+  sleep 0.1 while !mc.get(P + 'ttl').nil? &&
+                  Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
   results[:ttl] = mc.get(P + 'ttl')
   results[:touch] = mc.get(P + 'touch')
 rescue StandardError => e

@@ -58,13 +58,15 @@ class PymemcacheTest(unittest.TestCase):
         self.assertIsNone(self.c.cas("py:missing", 1, b"1"))
 
     def test_touch_and_ttl(self):
-        self.c.set("py:ttl", "short", expire=1)
+        self.c.set("py:ttl", "short", expire=3)
         self.assertEqual(self.c.get("py:ttl"), "short")
-        self.assertTrue(wait_for(lambda: self.c.get("py:ttl") is None, 5))
+        self.assertTrue(wait_for(lambda: self.c.get("py:ttl") is None, 15))
 
-        self.c.set("py:touch", "kept", expire=1)
+        self.c.set("py:touch", "kept", expire=3)
+        self.c.set("py:ttl2", "short", expire=3)
         self.assertTrue(self.c.touch("py:touch", expire=100, noreply=False))
-        time.sleep(1.5)  # past the original TTL: the touch must have held
+        # past the original TTL (py:ttl2 shared it): the touch must hold
+        self.assertTrue(wait_for(lambda: self.c.get("py:ttl2") is None, 15))
         self.assertEqual(self.c.get("py:touch"), "kept")
         self.assertFalse(self.c.touch("py:nope", expire=10, noreply=False))
 
