@@ -276,6 +276,7 @@ class Load(threading.Thread):
         self.stop_flag = threading.Event()
         self.crashed = None
         self.rng = random.Random(conn)
+        self.slowest = (0.0, 0.0)  # (seconds, start) of the slowest request
 
     def key(self, n):
         return "%sc%d:%d" % (PREFIX, self.conn, n)
@@ -284,9 +285,15 @@ class Load(threading.Thread):
         self.errors.append((now(), op, key, "%s: %s" % (type(e).__name__, e)
                             if isinstance(e, BaseException) else str(e)))
 
+    def _timed(self, t0):
+        took = now() - t0
+        if took > self.slowest[0]:
+            self.slowest = (took, t0)
+
     def step(self, i):
         key = self.key(i % self.nkeys)
         self.seq += 1
+        t = now()
         try:
             if self.ops.set(key, str(self.seq)):
                 self.acked[key] = self.seq
@@ -295,6 +302,7 @@ class Load(threading.Thread):
                 self._error("set", key, "not stored")
         except Exception as e:  # what the client raised is the error
             self._error("set", key, e)
+        self._timed(t)
         key = self.key(self.rng.randrange(self.nkeys))
         want = self.acked.get(key, 0)
         t = now()
@@ -303,6 +311,8 @@ class Load(threading.Thread):
         except Exception as e:
             self._error("get", key, e)
             return
+        finally:
+            self._timed(t)
         self.reads.append(t)
         have = int(got) if got is not None else 0
         if have < want:
@@ -420,6 +430,8 @@ def run_failover(title, loads, client_check, back_after, victim=0,
                       _fmt(None if first is None else last - first),
                       n2, _fmt(first2), _fmt(last2), len(stale_out),
                       len(stale_after)))
+            print("%s: slowest request %.3f s, started at %+.3f s" % (
+                ld.label, ld.slowest[0], ld.slowest[1] - t_kill))
             shown = ld.errors if len(ld.errors) <= 5 else \
                 ld.errors[:3] + ld.errors[-2:]
             for e in shown:
