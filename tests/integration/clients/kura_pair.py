@@ -402,7 +402,6 @@ def run_failover(title, loads, client_check, back_after, victim=0,
         sets_back = stat_int(vic.stats(), "cmd_set", 0) - sets_back0
         for ld in ls:
             ld.finish()
-        t_end = now()
         caught2 = pair.caught_up(20)
 
         print("kill -9 of kurad %d at +0; restarted at +%.3f s (%.3f s to "

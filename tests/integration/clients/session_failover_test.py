@@ -20,8 +20,9 @@ Replication is asynchronous, so the kill comes right after a write, the
 worst moment: an item acknowledged by the killed server less than the
 replication lag before the kill (microseconds here) may be missing from
 the survivor, and the session rewritten there without it. The test prints
-every such item with its age and fails if one was older than 50 ms or if
-any item acknowledged after a kill was ever missing. Runs under with_kurad like the other
+every such item with its age and fails if one was older than 200 ms (a
+generous bound for a loaded machine) or if any item acknowledged after a
+kill was ever missing. Runs under with_kurad like the other
 client scripts but starts a pair of its own ($KURA_BIN). Exits 1 if a
 check failed, 77 if pymemcache (python3-pymemcache) is missing.
 """
@@ -39,11 +40,11 @@ except ImportError:
     print("SKIP: pymemcache is not installed (Debian python3-pymemcache)")
     sys.exit(77)
 
-from kura_pair import Pair, now, wait_for  # noqa: E402
+from kura_pair import Pair, now  # noqa: E402
 
 SESSIONS = 50
 EXPIRE = 1200  # seconds, a session's lifetime
-REPL_WINDOW = 0.05  # seconds: replication lag allowed at the kill
+REPL_WINDOW = 0.2  # seconds: replication lag allowed at the kill
 
 
 class SessionStore:
@@ -158,14 +159,13 @@ def main():
             app.run(500)
             r = [x for x in store.retries if x[0] >= t_kill]
             e = [x for x in store.errors if x[0] >= t_kill]
-            lands = [x for x in r]
             print("kill -9 of kurad %d: %d requests after it, %d retries "
                   "(%s), %d errors seen by the application; slowest "
                   "request %.3f s" % (
                       victim.sid, app.requests - before, len(r),
                       "; ".join("+%.3f s on kurad %d: %s" % (
                           x[0] - t_kill, x[1] + 1, x[2][:60])
-                          for x in lands[:3]),
+                          for x in r[:3]),
                       len(e), app.slowest[0]))
             check(not e, "kill -9 of kurad %d: no error reached the "
                   "application" % victim.sid)
