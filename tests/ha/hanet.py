@@ -339,8 +339,9 @@ class Kurad:
     """One kurad of a master/master pair, listening on 0.0.0.0:1978 in its
     host's namespace and following `peer_addr` with a shared -rkey."""
 
-    def __init__(self, lab, host, sid, peer_addr, addr):
+    def __init__(self, lab, host, sid, peer_addr, addr, peer_sid=None):
         self.lab, self.host, self.sid = lab, host, sid
+        self.peer_sid = peer_sid or (2 if sid == 1 else 1)
         self.peer_addr, self.addr = peer_addr, addr
         self.dir = os.path.join(lab.dir, host)
         os.makedirs(self.dir, exist_ok=True)
@@ -394,7 +395,7 @@ class Kurad:
             st = self.stats()
         except OSError:
             return False
-        peer = 2 if self.sid == 1 else 1
+        peer = self.peer_sid
         return (st.get("kura_repl_master_connected") == "1" and
                 st.get("kura_repl_master_lag_records") == "0" and
                 st.get(f"kura_repl_peer_{peer}_connected") == "1" and
@@ -402,15 +403,18 @@ class Kurad:
 
 
 def read_config(relpath, replacements):
-    """The shipped config etc/<relpath>, with each (old, new) replaced;
-    each `old` must occur exactly once, so that a config edited out of
-    the test's reach fails loudly instead of going untested."""
+    """The shipped config etc/<relpath>, with each (old, new) or (old,
+    new, count) replaced; each `old` must occur exactly once (or `count`
+    times), so that a config edited out of the test's reach fails loudly
+    instead of going untested."""
     with open(os.path.join(TOP, "etc", relpath)) as f:
         text = f.read()
-    for old, new in replacements:
+    for old, new, *count in replacements:
+        want = count[0] if count else 1
         n = text.count(old)
-        if n != 1:
-            raise Failure(f"etc/{relpath}: expected '{old}' once, found {n}")
+        if n != want:
+            raise Failure(f"etc/{relpath}: expected '{old}' {want} time(s), "
+                          f"found {n}")
         text = text.replace(old, new)
     return text
 
@@ -452,6 +456,48 @@ class Keepalived:
         if r.returncode != 0:
             raise Failure(f"keepalived rejects the config:\n{r.stderr}"
                           f"{r.stdout}")
+
+
+class Nutcracker:
+    """twemproxy (nutcracker) in a host's namespace, running
+    etc/nutcracker/kura.yml (as given in conf_text); `port` is the port
+    its pool listens on."""
+
+    def __init__(self, lab, host, conf_text, port):
+        self.lab, self.host, self.port = lab, host, port
+        self.dir = os.path.join(lab.dir, host)
+        os.makedirs(self.dir, exist_ok=True)
+        self.conf = os.path.join(self.dir, "nutcracker.yml")
+        with open(self.conf, "w") as f:
+            f.write(conf_text)
+        self.label = f"nutcracker-{host}"
+        self.proc = None
+
+    def check_config(self):
+        r = self.lab.run(self.host, ["nutcracker", "--test-conf",
+                                     "--conf-file", self.conf])
+        if r.returncode != 0:
+            raise Failure(f"nutcracker rejects the config:\n{r.stderr}"
+                          f"{r.stdout}")
+
+    def start(self):
+        self.proc = self.lab.spawn(self.label, self.host, [
+            "nutcracker", "--conf-file", self.conf, "--verbose", "5",
+            "--output", os.path.join(self.lab.dir, f"{self.label}.out"),
+            "--stats-addr", "127.0.0.1",
+            "--pid-file", os.path.join(self.dir, "nutcracker.pid")])
+        wait_for(self.answers, 10, f"nutcracker on {self.host} to answer")
+
+    def answers(self):
+        if self.proc.poll() is not None:
+            raise Failure(f"nutcracker exited with {self.proc.returncode}:"
+                          f"\n{self.lab.tail(self.label)}")
+        try:
+            return mc_request(self.lab.ns(self.host), "127.0.0.1",
+                              self.port, b"get kura:ha:none\r\n",
+                              b"END\r\n", timeout=1.0) == b"END\r\n"
+        except OSError:
+            return False
 
 
 def verify(lab, host, ack_log, addr, port=PORT):
