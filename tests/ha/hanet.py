@@ -246,8 +246,18 @@ class Lab:
         self.ip(host, "link", "set", "eth0", "up")
 
     def link(self, host, state):
-        """Takes host's eth0 "down" or "up" (a machine leaving the net)."""
+        """Takes host's eth0 "down" or "up" (its own interface fails)."""
         self.ip(host, "link", "set", "eth0", state)
+
+    def unplug(self, host):
+        """Takes host's port off the bridge: the host vanishes from the
+        network while its own eth0 stays up, as when a machine freezes or
+        its switch port fails; nothing on it notices by itself."""
+        self.ip("lan", "link", "set", f"v-{host}"[:15], "nomaster")
+
+    def plug(self, host):
+        """Puts host's port back on the bridge (see unplug)."""
+        self.ip("lan", "link", "set", f"v-{host}"[:15], "master", "br0")
 
     def has_addr(self, host, addr):
         out = self.ip(host, "-4", "-o", "addr", "show", "dev", "eth0")
