@@ -221,6 +221,12 @@ class Lab:
         if r.returncode != 0:
             skip(f"cannot create a network namespace: {r.stderr.strip()}")
         self.namespaces.append(ns)
+        # ip netns exec also remounts /sys, which some containers forbid.
+        r = subprocess.run(["ip", "netns", "exec", ns, "true"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            skip(f"cannot run programs in a network namespace: "
+                 f"{r.stderr.strip()}")
         self.ip(host, "link", "set", "lo", "up")
 
     def make_lan(self):
