@@ -202,6 +202,19 @@ class Lab:
     def _on_alarm(self, signum, frame):
         raise Failure(f"over the test's budget of {self.budget} s")
 
+    def script_path(self, path):
+        """A copy of the program `path` in a directory of the lab's, for
+        keepalived's scripts: with enable_script_security it runs a
+        script only if no one but root can write it or any directory
+        above it, which a build tree owned by another user fails."""
+        bindir = os.path.join(self.dir, "bin")
+        os.makedirs(bindir, mode=0o755, exist_ok=True)
+        dst = os.path.join(bindir, os.path.basename(path))
+        if not os.path.exists(dst):
+            shutil.copy(path, dst)
+            os.chmod(dst, 0o755)
+        return dst
+
     # ------------------------------------------------------------ network
     def ns(self, host):
         return f"{self.tag}-{host}"
