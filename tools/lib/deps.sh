@@ -42,7 +42,8 @@ KURA_BUILD_PACKAGES="gcc make autoconf automake pkg-config
 # Clients the integration tests drive kurad with.
 KURA_TEST_PACKAGES="libmemcached-tools python3 python3-pymemcache
     libcache-memcached-fast-perl python3-pylibmc python3-binary-memcached
-    ruby ruby-dalli php-cli php-memcached fuse3 libfuse3-dev curl"
+    ruby ruby-dalli php-cli php-memcached fuse3 libfuse3-dev curl
+    iproute2 keepalived nutcracker"
 
 # Configures (once) and builds in directory $1 with configure flags $2...
 kura_build() {
