@@ -50,7 +50,8 @@ static const struct _entry entries[] = {
     {"kura_early_commits", "kura_early_commits_total", METRICS_COUNTER,
      false, "Group commits made before the end of a worker's pass."},
     {"kura_writable", "kura_writable", METRICS_GAUGE, false,
-     "1 while writes are accepted, 0 once a log failure refuses them."},
+     "1 while writes are accepted; 0 while a log failure, a full disk or "
+     "-mask refuses them."},
     {"kura_flush_applied_us", "kura_flush_applied_timestamp_seconds",
      METRICS_GAUGE, true, "Time of the last flush_all in effect (0: none)."},
     {"kura_flush_pending_us", "kura_flush_pending_timestamp_seconds",

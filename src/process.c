@@ -23,6 +23,13 @@ process_now(struct process_ctx *ctx, struct now *n)
     txn_batch_flush_state(ctx->batch, &n->flush);
 }
 
+bool
+process_accepts_writes(const struct process_ctx *ctx)
+{
+    return txn_accepts_writes(ctx->env->eng) &&
+           cmdmask_allows(ctx->env->settings->mask, PROTO_CMD_SET);
+}
+
 enum txn_status
 process_presence(struct process_ctx *ctx, const char *key, size_t nkey,
                  bool *present, uint64_t *cas)

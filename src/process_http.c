@@ -298,9 +298,7 @@ _admin(struct process_ctx *ctx, const struct proto_request *req,
         return _error(out, req, 405, NULL);
     }
     if (health) {
-        bool writable = txn_accepts_writes(ctx->env->eng) &&
-                        cmdmask_allows(ctx->env->settings->mask,
-                                       PROTO_CMD_SET);
+        bool writable = process_accepts_writes(ctx);
         static const char ok[] = "{\"status\":\"ok\"}\n";
         static const char no[] = "{\"status\":\"refusing writes\"}\n";
         struct reply_http r = {

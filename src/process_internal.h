@@ -42,6 +42,13 @@ enum visibility process_visibility(const struct txn_current *cur,
 enum txn_status process_presence(struct process_ctx *ctx, const char *key,
                                  size_t nkey, bool *present, uint64_t *cas);
 
+/*
+ * Would a write be accepted now: the log and disk are sound (txn) and
+ * -mask lets sets through? What kura_writable, `kura ping` and
+ * /-/health all report, so every health check agrees.
+ */
+bool process_accepts_writes(const struct process_ctx *ctx);
+
 /* PROCESS_DONE if `ok`, else PROCESS_FATAL (the reply did not fit). */
 enum process_result process_result_of(bool ok);
 

@@ -240,7 +240,7 @@ _stats_general(struct process_ctx *ctx, const struct proto_request *req,
     ok = ok && reply_stat(out, req, "kura_early_commits", "%" PRIu64,
                           snap.early_commits);
     ok = ok && reply_stat(out, req, "kura_writable", "%d",
-                          atomic_load(&env->eng->failed) ? 0 : 1);
+                          process_accepts_writes(ctx) ? 1 : 0);
     ok = ok && reply_stat(out, req, "kura_flush_applied_us", "%" PRIu64,
                           fl.applied_us);
     ok = ok && reply_stat(out, req, "kura_flush_pending_us", "%" PRIu64,

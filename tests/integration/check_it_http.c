@@ -232,6 +232,10 @@ START_TEST(test_mask_refuses_writes_and_health_says_so)
                      403);
     ck_assert_int_eq(_get(k.port, "/m", &r), 404);
     ck_assert_int_eq(_get(k.port, "/-/health", &r), 503);
+    /* kura_writable (what `kura ping` reads) agrees with /-/health. */
+    int fd = kc_connect(k.port);
+    ck_assert_int_eq(kc_stat(fd, "kura_writable"), 0);
+    close(fd);
     kura_cleanup(&k);
     /* The endpoints follow the stats command's bit. */
     static const char *stat_args[] = {"-mask", "stat", NULL};
