@@ -36,6 +36,14 @@
  *       it is connected it holds back segment and tombstone removal
  *       (repl_master_acked()) from before its snapshot's lsn, so the
  *       records R2 needs cannot be removed under it (short of -ukeep).
+ *   R4. Under -fsync peer a master asks its peers for WACK frames
+ *       (repl_proto.h). A standby sends WACK for a position only once
+ *       txn_commit() has returned for every record up to it, i.e. once
+ *       they are written to its own log (repl_slave.c asserts that
+ *       nothing is left staged); its ACK still waits until they are
+ *       durable there. A peer is linked to the log (ulog.h U11) from its
+ *       first WACK to the end of its session, and only an authenticated
+ *       session (repl_auth.h) reaches the point where WACKs are read.
  *
  * Thread-safety: repl_master_accept() and the query functions may be
  * called from any thread.

@@ -3,6 +3,7 @@
  */
 #include "repl_slave.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -138,8 +139,11 @@ static void
 _durable_position(struct repl_slave *s, uint64_t *lsn, uint64_t *seq)
 {
     struct ulog *u = s->eng->ulog;
+    /* Durable here: under -fsync peer a peer's copy of our log says
+     * nothing of this disk, and the -rts position must survive a power
+     * cut of this machine. */
     uint64_t durable = u == NULL || s->eng->uas ? UINT64_MAX
-                                                : ulog_durable_lsn(u);
+                                                : ulog_local_durable_lsn(u);
     int done = 0;
     while (done < s->nring && s->ring[done].local_lsn <= durable) {
         if (s->ring[done].pos_lsn > *lsn) {
@@ -163,6 +167,8 @@ struct session {
     uint64_t snap_lsn;
     uint64_t next_persist;
     uint64_t last_frame_ms;
+    bool wack;        /* the master asked for WACK frames (R4) */
+    uint64_t wacked;  /* position last reported written */
 };
 
 /* Applies one frame. Returns -1 to end the session. */
@@ -405,6 +411,8 @@ _session(struct repl_slave *s, int fd)
              s->o.host, s->o.port, master_sid, s->rts);
     ss.pos_lsn = s->rts;
     ss.pos_seq = s->rts_seq;
+    ss.wacked = s->rts;
+    ss.wack = repl_line_wants_wack(line);
     ss.last_frame_ms = util_mono_ms();
     while (!_stopping(s)) {
         int r = netio_wait_readable(fd, 50);
@@ -461,6 +469,24 @@ _session(struct repl_slave *s, int fd)
             !buf_reserve(&ss.in, f.len - buf_len(&ss.in),
                          REPL_FRAME_MAX + (1 << 16))) {
             break;
+        }
+        /* R4: what was received is written to our own log first, then
+         * reported, before any wait for a sync. */
+        if (txn_commit(&s->batch) != TXN_OK) {
+            break;
+        }
+        if (ss.wack && !ss.in_snapshot && ss.pos_lsn > ss.wacked) {
+            assert(s->batch.nchanges == 0); /* R4: nothing left unlogged */
+            uint8_t wack[REPL_ACK_LEN];
+            repl_encode_ack_type(wack, REPL_FRAME_WACK, ss.pos_lsn,
+                                 ss.pos_seq);
+            if (netio_send_all(fd, wack, sizeof(wack), 2000) != 0) {
+                break;
+            }
+            ss.wacked = ss.pos_lsn;
+            pthread_mutex_lock(&s->lock);
+            s->st.wacks++;
+            pthread_mutex_unlock(&s->lock);
         }
         /* T8: under "always" a change is applied here only once it is
          * durable here (store.h D1): a standby whose disk loses power

@@ -38,6 +38,7 @@ struct repl_slave_stats {
     uint64_t applied;       /* of which won and were applied */
     uint64_t resyncs;
     uint64_t connects;
+    uint64_t wacks;         /* positions reported written (WACK, R4) */
     /* From the master's log append to applied here, per record: exact
      * when both servers share a clock, approximate with NTP. */
     uint64_t delay_p50_us;
