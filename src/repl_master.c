@@ -42,6 +42,7 @@ struct sender {
     pthread_t ack_thread; /* ... read by _acks_main */
     _Atomic bool acks_done;
     bool linked;         /* ... which linked it to the log (U11) */
+    uint64_t own_until;  /* R5: its own records up to here go back, or 0 */
 };
 
 struct peer {
@@ -527,8 +528,9 @@ _stream(struct sender *s, struct peer *p, struct ulog_reader *r)
         enum ulog_status st = ulog_reader_next(r, &rec, m->durable_only);
         if (st == ULOG_OK) {
             pos_seq = rec.seq;
-            if (rec.sid == s->hello.sid) {
-                continue; /* never send a change back where it came from */
+            if (rec.sid == s->hello.sid && rec.lsn > s->own_until) {
+                continue; /* never send a change back where it came from,
+                           * except what it asked to get back (R5) */
             }
             uint8_t hdr[REPL_FRAME_HEADER];
             repl_frame_header(hdr, REPL_FRAME_RECORD, rec.len);
@@ -714,6 +716,12 @@ _sender_main(void *arg)
     /* R4: under -fsync peer the peer reports what it has written. */
     s->wack = ulog_fsync_policy(m->ulog) == ULOG_FSYNC_PEER;
     ulog_position(m->ulog, &last_lsn, &last_seq);
+    if (s->hello.flags & REPL_FLAG_OWN) {
+        s->own_until = last_lsn; /* R5 */
+        log_info(m->log, "repl: peer %u restarted after an unclean stop: "
+                 "sending back its own records up to lsn %" PRIu64,
+                 s->hello.sid, last_lsn);
+    }
     enum ulog_status st = ULOG_EGAP;
     if (s->hello.after <= last_lsn) {
         st = ulog_reader_open(m->ulog, s->hello.after, &r);

@@ -44,6 +44,14 @@
  *       durable there. A peer is linked to the log (ulog.h U11) from its
  *       first WACK to the end of its session, and only an authenticated
  *       session (repl_auth.h) reaches the point where WACKs are read.
+ *   R5. A peer that restarts after an unclean stop (under a policy other
+ *       than always) asks for its own records back (REPL_FLAG_OWN): in
+ *       that session the sender also sends the records that originated
+ *       at the peer, up to this log's end when the session began. The
+ *       ones a power cut took from the peer's log (the writes of its
+ *       last N ms, answered on our report under -fsync peer) reach it
+ *       again; the ones it still holds are not newer than themselves
+ *       (record_newer) and change nothing.
  *
  * Thread-safety: repl_master_accept() and the query functions may be
  * called from any thread.

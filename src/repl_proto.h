@@ -78,6 +78,9 @@
 #define REPL_FRAME_MAX (LOGREC_MAX_LEN + 64)
 #define REPL_FLAG_ALLOW_RESYNC 1u
 #define REPL_FLAG_BACKUP 2u
+/* After an unclean stop: send my own records back too (repl_master.h R5).
+ * Masters that predate it ignore the flag. */
+#define REPL_FLAG_OWN 4u
 /* The sid a backup announces: server ids are 1-65535, so it names none. */
 #define REPL_BACKUP_SID UINT32_MAX
 

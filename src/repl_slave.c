@@ -187,6 +187,9 @@ _frame(struct repl_slave *s, struct session *ss, const struct repl_frame *f)
         }
         break;
     case REPL_FRAME_HEARTBEAT:
+        /* R5: a heartbeat comes once the master has sent everything, our
+         * own records asked back included. */
+        s->o.own_back = false;
         pthread_mutex_lock(&s->lock);
         s->st.master_lsn = f->lsn;
         s->master_seq = f->seq;
@@ -356,6 +359,9 @@ _handshake(struct repl_slave *s, int fd, char *line, size_t cap)
 {
     struct repl_hello h = {REPL_VERSION, s->o.sid, s->rts,
                            REPL_FLAG_ALLOW_RESYNC, ""};
+    if (s->o.own_back) {
+        h.flags |= REPL_FLAG_OWN; /* R5 */
+    }
 
     switch (repl_slave_handshake(fd, &h, s->o.auth, HELLO_TIMEOUT_MS, line,
                                  cap)) {

@@ -53,6 +53,8 @@ struct repl_slave_options {
     char rts_path[PATH_MAX];
     size_t scratch_cap;     /* largest record read without a heap copy */
     const struct repl_auth *auth; /* borrowed; must outlive the slave */
+    bool own_back;          /* ask for our own records back (R5) until a
+                               session has caught up once */
 };
 
 struct repl_slave;

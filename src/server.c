@@ -442,6 +442,9 @@ _open_storage(struct server *srv, char *err, size_t errlen)
         util_strlcpy(ro.rts_path, s->rts_path, sizeof(ro.rts_path));
         ro.scratch_cap = scratch;
         ro.auth = &srv->auth;
+        /* R5: a crash may have cut writes the peer holds from our log. */
+        ro.own_back = rep.unclean && !s->uas &&
+                      s->fsync != ULOG_FSYNC_ALWAYS;
         srv->slave = repl_slave_create(&ro, &srv->eng, &srv->log, err, errlen);
         if (srv->slave == NULL) {
             return -1;

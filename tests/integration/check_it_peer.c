@@ -5,7 +5,7 @@
  * - kill -9 of the active server under a write load: every write it
  *   acknowledged is already on the standby (kura bench --ack-log, then
  *   kura verify against the standby alone, U10, R4), and on the active
- *   too once it is back.
+ *   too once it is back, having asked for its own records back (R5).
  * - the standby stopped: writes are still acknowledged, synced by the
  *   active alone (U11), and stats and the log say so; when the standby
  *   returns the fallback ends and it gets those writes.
@@ -298,8 +298,11 @@ START_TEST(test_u10_kill9_active_every_ack_on_standby)
     struct tool_run v;
     ck_assert_int_eq(_verify(log, b.port, &v), 0);
 
-    /* kill -9 loses nothing on A either; the pair converges. */
+    /* kill -9 loses nothing on A either; the pair converges. A asks for
+     * its own records back after the unclean stop (R5). */
     ck_assert_int_eq(kura_launch(&a), 0);
+    ck_assert(kura_wait_logged(&b, "restarted after an unclean stop: "
+                               "sending back its own records", 10000));
     ck_assert(harness_wait_for(_caught_up, NULL, 30000));
     ck_assert_int_eq(_verify(log, a.port, &v), 0);
 }

@@ -68,8 +68,10 @@ src/txn.h T8 cite these numbers):
   PC7  under -fsync peer, once the standby reports writes (src/ulog.h
        U10, src/repl_master.h R4), every write the active acknowledged
        before a power cut of the active is on the standby, checked
-       before the active comes back; then the pair restarts, converges
-       and stops cleanly (moment `active`).
+       before the active comes back; then the active restarts, gets back
+       from the standby the writes its log lost (src/repl_master.h R5),
+       and once the pair has converged both hold them all (moment
+       `active`).
 
 Ends with the line `N cuts, R refused to start, L acknowledged writes lost,
 S stale`, a table per mode x moment and the seed. Exit 0 when R, L and S
@@ -1211,12 +1213,17 @@ class Runner:
             if k2 is None:
                 return
             procs.append(k2)
+            caught = True
             for f, mm, name in ((standby.port, k2.port, "standby"),
                                 (k2.port, standby.port, "active")):
                 if not self.catch_up(f, mm, r, name):
+                    caught = False
                     r.findings.append("%s log tail:\n%s" % (
                         name, indented(tail(standby.log_path if f == standby.port
                                             else k2.log_path, 15))))
+            # R5: the active got back from the standby what the cut took.
+            if caught:
+                self.check_acks(s, r, [ack], [standby.port, k2.port])
             self.stop(k2, r)
             self.stop(standby, r)
         finally:
