@@ -1,6 +1,7 @@
 /*
  * ulog: segment files, group-commit appends, durability and checkpoints
- * (see ulog.h for the invariants U1-U5); readers are in ulog_reader.c.
+ * (see ulog.h for the invariants U1-U12); readers are in ulog_reader.c,
+ * the "peer" policy's rules in ulog_peer.c.
  */
 #include "ulog.h"
 #include "ulog_internal.h"
@@ -40,7 +41,6 @@ static const char magic[8] = {'K', 'U', 'R', 'A', 'U', 'L', 'O', 'G'};
 #define PREPARE_LOW ((uint64_t)4 << 20)
 #define PREPARE_CHUNK ((size_t)64 << 10)
 #define RESERVE_AHEAD ((uint64_t)1 << 20)
-
 
 /* ---------------------------------------------------------------- files */
 

@@ -1,9 +1,10 @@
 /*
  * ulog_peer: the "peer" durability policy of the update log (ulog.h,
- * U10-U12). A write is answered once a connected, authenticated peer has
- * written it to its own log, or once this machine's fdatasync covers it,
- * whichever comes first; with no peer connected every group commit is
- * synced, as under "always". The replication sender (repl_master.c)
+ * U10-U12). While a connected, authenticated peer is linked, a write is
+ * answered once that peer has written it to its own log; with no peer
+ * linked, or while the linked one stalls, once this machine's fdatasync
+ * covers it, as under "always". The log is synced every fsync_ms either
+ * way. The replication sender (repl_master.c)
  * links a peer here when it starts reporting writes (R4) and passes its
  * reports on; the sync thread (ulog.c) reads the link count.
  *
