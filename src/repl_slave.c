@@ -576,6 +576,11 @@ repl_slave_create(const struct repl_slave_options *o, struct txn_engine *eng,
         free(s);
         return NULL;
     }
+    /* txn.h T10: under -fsync peer what the peer sends is in its log
+     * already; waiting for it to report our copy back would stall the
+     * stream (and each side's receiver on the other's). */
+    s->batch.apply_at_commit = eng->ulog != NULL &&
+                               ulog_fsync_policy(eng->ulog) == ULOG_FSYNC_PEER;
     return s;
 }
 

@@ -56,6 +56,8 @@ src/txn.h T8 cite these numbers):
   PC2  under -fsync always, every write acknowledged before the cut, in
        this cut and every earlier cut of the scenario, reads back with the
        acknowledged value or a later one: none missing (L), none stale (S).
+       The same under -fsync peer in the moments with one server, which
+       has no peer and so runs the fallback (src/ulog.h U11, txn.h T10).
   PC3  no value is ever half-applied, under every policy: a value reads
        back whole or not at all.
   PC4  both masters of a pair cut together restart, converge, and hold
@@ -584,7 +586,10 @@ class CutResult:
         # nothing.
         if self.refused or self.errors or self.bad_stops or self.nan:
             return True
-        if fsync == "always" or self.moment == "active":  # PC2, PC4, PC7; PC6
+        # A lone server under -fsync peer runs the fallback: as always (PC2).
+        fallback = fsync == "peer" and (self.moment in SINGLE_MOMENTS or
+                                        self.moment == "fresh")
+        if fsync == "always" or fallback or self.moment == "active":  # PC2, PC4, PC7
             return bool(self.lost or self.stale or self.old_lost or self.old_stale)
         return False
 
