@@ -6,6 +6,10 @@
  *
  *   REPL <version> <sid> <after-lsn> <flags> <nonce>\r\n
  *
+ * flags: REPL_FLAG_ALLOW_RESYNC (1) a snapshot may replace the stream,
+ * REPL_FLAG_BACKUP (2) a backup, not a peer, REPL_FLAG_OWN (4) send my
+ * own records back too (repl_master.h R5). Unknown flags are ignored.
+ *
  * When the master has a shared key (repl_auth.h) the two prove they hold
  * it before anything else passes:
  *
