@@ -851,8 +851,9 @@ ulog_wait_durable(struct ulog *u, uint64_t lsn)
     if (u->wait_lsn < lsn) {
         u->wait_lsn = lsn;
     }
-    ulog_peer_waiting_locked(u, lsn);
-    pthread_cond_signal(&u->sync_cond);
+    if (ulog_peer_waiting_locked(u, lsn)) {
+        pthread_cond_signal(&u->sync_cond);
+    }
     while (!u->failed && ulog_durable_locked(u) < lsn) {
         if (!u->threads || u->stopping) {
             _sync_locked(u); /* no sync thread to ask */
@@ -898,8 +899,9 @@ ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn)
     if (w->want < lsn) {
         w->want = lsn;
     }
-    ulog_peer_waiting_locked(u, lsn);
-    pthread_cond_signal(&u->sync_cond);
+    if (ulog_peer_waiting_locked(u, lsn)) {
+        pthread_cond_signal(&u->sync_cond);
+    }
     pthread_mutex_unlock(&u->lock);
 }
 

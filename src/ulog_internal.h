@@ -111,8 +111,14 @@ uint64_t ulog_durable_locked(struct ulog *u);
  */
 bool ulog_peer_refresh_locked(struct ulog *u);
 
-/* "peer": a client waits on `lsn`; starts the stall clock (U11). */
-void ulog_peer_waiting_locked(struct ulog *u, uint64_t lsn);
+/*
+ * "peer": a client waits on `lsn`; starts the stall clock (U11). Returns
+ * true if the sync thread must hear of it: under the other policies, in
+ * the fallback or a stall, or when this wait starts the clock. While a
+ * peer is linked the sync thread has nothing else to do for a waiter, and
+ * waking it on every worker pass cost a context switch each.
+ */
+bool ulog_peer_waiting_locked(struct ulog *u, uint64_t lsn);
 
 /*
  * "peer", sync thread: flags a stall once a client has waited fsync_ms

@@ -75,13 +75,22 @@ _released_locked(struct ulog *u)
     ulog_notify_locked(u, false);
 }
 
-void
+bool
 ulog_peer_waiting_locked(struct ulog *u, uint64_t lsn)
 {
-    if (u->o.fsync == ULOG_FSYNC_PEER && u->pending_since_ms == 0 &&
-        lsn > u->released) {
-        u->pending_since_ms = util_mono_ms();
+    if (u->o.fsync != ULOG_FSYNC_PEER || u->peers_live == 0 ||
+        u->peer_stalled) {
+        if (u->o.fsync == ULOG_FSYNC_PEER && u->pending_since_ms == 0 &&
+            lsn > u->released) {
+            u->pending_since_ms = util_mono_ms();
+        }
+        return true;
     }
+    if (u->pending_since_ms == 0 && lsn > u->released) {
+        u->pending_since_ms = util_mono_ms();
+        return true; /* the sync thread times the stall from here */
+    }
+    return false;
 }
 
 uint64_t
