@@ -22,6 +22,27 @@
 #include "snapshot.h"
 #include "util.h"
 
+/* The -fsync policy as stats show it: always, never, 100ms, peer,100. */
+static void
+_fsync_name(enum ulog_fsync policy, uint32_t ms, char *out, size_t len)
+{
+    switch (policy) {
+    case ULOG_FSYNC_ALWAYS:
+        snprintf(out, len, "always");
+        return;
+    case ULOG_FSYNC_NEVER:
+        snprintf(out, len, "never");
+        return;
+    case ULOG_FSYNC_INTERVAL:
+        snprintf(out, len, "%ums", ms);
+        return;
+    case ULOG_FSYNC_PEER:
+        snprintf(out, len, "peer,%u", ms);
+        return;
+    }
+    snprintf(out, len, "?");
+}
+
 /* Update log and replication figures, per peer. */
 static bool
 _stats_replication(const struct stats_snapshot *snap,
@@ -62,6 +83,23 @@ _stats_replication(const struct stats_snapshot *snap,
                               u->prepared_ahead);
         ok = ok && reply_stat(out, req, "kura_ulog_failed", "%d",
                               u->failed ? 1 : 0);
+        char policy[32];
+        _fsync_name(u->policy, u->fsync_ms, policy, sizeof(policy));
+        ok = ok && reply_stat(out, req, "kura_fsync_policy", "%s", policy);
+        /* -fsync peer (ulog.h U10-U12): 1 while no peer reports writes
+         * and every group commit is synced, as under -fsync always. */
+        ok = ok && reply_stat(out, req, "kura_fsync_peer_fallback", "%d",
+                              u->peer_fallback ? 1 : 0);
+        ok = ok && reply_stat(out, req, "kura_fsync_peer_fallbacks",
+                              "%" PRIu64, u->peer_fallbacks);
+        ok = ok && reply_stat(out, req, "kura_fsync_peers_live", "%u",
+                              u->peers_live);
+        ok = ok && reply_stat(out, req, "kura_fsync_peer_stalls", "%" PRIu64,
+                              u->peer_stalls);
+        ok = ok && reply_stat(out, req, "kura_ulog_peer_written_lsn",
+                              "%" PRIu64, u->peer_lsn);
+        ok = ok && reply_stat(out, req, "kura_ulog_fdatasynced_lsn",
+                              "%" PRIu64, u->fdatasynced_lsn);
     }
     if (snap->has_master) {
         const struct repl_slave_stats *m = &snap->master;
@@ -85,6 +123,8 @@ _stats_replication(const struct stats_snapshot *snap,
                               m->resyncs);
         ok = ok && reply_stat(out, req, "kura_repl_master_connects",
                               "%" PRIu64, m->connects);
+        ok = ok && reply_stat(out, req, "kura_repl_master_wacks", "%" PRIu64,
+                              m->wacks);
         ok = ok && reply_stat(out, req, "kura_repl_master_delay_p50_us",
                               "%" PRIu64, m->delay_p50_us);
         ok = ok && reply_stat(out, req, "kura_repl_master_delay_p99_us",
@@ -306,13 +346,9 @@ _stats_settings(struct process_ctx *ctx, const struct proto_request *req,
     /* The key file's path only: never its contents. */
     ok = ok && reply_stat(out, req, "kura_rkey", "%s",
                           s->rkey_path[0] ? s->rkey_path : "(none)");
-    if (s->fsync == ULOG_FSYNC_INTERVAL) {
-        ok = ok && reply_stat(out, req, "kura_fsync", "%ums", s->fsync_ms);
-    } else {
-        ok = ok && reply_stat(out, req, "kura_fsync", "%s",
-                              s->fsync == ULOG_FSYNC_ALWAYS ? "always"
-                                                            : "never");
-    }
+    char policy[32];
+    _fsync_name(s->fsync, s->fsync_ms, policy, sizeof(policy));
+    ok = ok && reply_stat(out, req, "kura_fsync", "%s", policy);
     ok = ok && reply_stat(out, req, "kura_mask", "%s", mask);
     return ok && reply_stats_end(out, req);
 }

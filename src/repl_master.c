@@ -38,6 +38,11 @@ struct sender {
     uint64_t hold;       /* ... holding back removal after this lsn */
     struct sender *next;
     struct buf out;
+    bool wack;           /* the peer sends WACK frames (R5) */
+    pthread_t ack_thread; /* ... read by _acks_main */
+    _Atomic bool acks_done;
+    bool linked;         /* ... which linked it to the log (U11) */
+    uint64_t own_until;  /* R6: its own records up to here go back, or 0 */
 };
 
 struct peer {
@@ -406,6 +411,21 @@ _send_snapshot(struct sender *s, struct peer *p, uint64_t *sent)
     return safe == 0 ? 1 : safe;
 }
 
+/* Records a peer's acknowledgement of `lsn`/`seq` as durable there. */
+static void
+_note_ack(struct sender *s, struct peer *p, uint64_t lsn, uint64_t seq)
+{
+    pthread_mutex_lock(&s->m->lock);
+    if (lsn > p->acked) {
+        p->acked = lsn;
+        s->m->dirty = true;
+    }
+    if (seq > p->acked_seq) {
+        p->acked_seq = seq;
+    }
+    pthread_mutex_unlock(&s->m->lock);
+}
+
 /* Reads acknowledgements without blocking. Returns -1 if the peer left. */
 static int
 _read_acks(struct sender *s, struct peer *p, uint8_t *buf, size_t *have,
@@ -434,15 +454,7 @@ _read_acks(struct sender *s, struct peer *p, uint8_t *buf, size_t *have,
             if (f.type != REPL_FRAME_ACK) {
                 return -1;
             }
-            pthread_mutex_lock(&s->m->lock);
-            if (f.lsn > p->acked) {
-                p->acked = f.lsn;
-                s->m->dirty = true;
-            }
-            if (f.seq > p->acked_seq) {
-                p->acked_seq = f.seq;
-            }
-            pthread_mutex_unlock(&s->m->lock);
+            _note_ack(s, p, f.lsn, f.seq);
             off += f.len;
         }
         if (st == REPL_CORRUPT) {
@@ -455,6 +467,75 @@ _read_acks(struct sender *s, struct peer *p, uint8_t *buf, size_t *have,
         }
     }
     return 0;
+}
+
+struct ack_reader {
+    struct sender *s;
+    struct peer *p;
+};
+
+/*
+ * Under -fsync peer, one thread per peer reads its ACK and WACK frames as
+ * they arrive, so a write waiting on the peer (ulog.h U10) is answered as
+ * soon as the peer's report lands, not when the sender next looks. The
+ * first WACK links the peer to the log (U11), the session's end unlinks
+ * it (_sender_main). Ends the session if the peer leaves or sends
+ * anything else.
+ */
+static void *
+_acks_main(void *arg)
+{
+    struct ack_reader *ar = arg;
+    struct sender *s = ar->s;
+    struct peer *p = ar->p;
+    uint8_t buf[1024];
+    size_t have = 0;
+    util_thread_name("kura-acks");
+
+    while (!_stopped(s)) {
+        int r = netio_wait_readable(s->fd, 100);
+        if (r == 0) {
+            continue;
+        }
+        ssize_t n = r < 0 ? -1 : recv(s->fd, buf + have, sizeof(buf) - have,
+                                      MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+                      errno == EINTR)) {
+            continue;
+        }
+        if (n <= 0) {
+            break;
+        }
+        have += (size_t)n;
+        size_t off = 0;
+        struct repl_frame f;
+        enum repl_status st;
+        bool bad = false;
+        while ((st = repl_frame_decode(buf + off, have - off, &f)) ==
+               REPL_OK) {
+            if (f.type == REPL_FRAME_ACK) {
+                _note_ack(s, p, f.lsn, f.seq);
+            } else if (f.type == REPL_FRAME_WACK) {
+                if (!s->linked) {
+                    s->linked = true;
+                    ulog_peer_link(s->m->ulog, s->hello.sid, true);
+                }
+                ulog_peer_written(s->m->ulog, f.lsn); /* U10 */
+            } else {
+                bad = true;
+                break;
+            }
+            off += f.len;
+        }
+        if (bad || st == REPL_CORRUPT) {
+            break;
+        }
+        memmove(buf, buf + off, have - off);
+        have -= off;
+    }
+    atomic_store(&s->stop, true); /* the sender ends the session too */
+    free(ar);
+    return NULL;
 }
 
 static void
@@ -471,8 +552,9 @@ _stream(struct sender *s, struct peer *p, struct ulog_reader *r)
         enum ulog_status st = ulog_reader_next(r, &rec, m->durable_only);
         if (st == ULOG_OK) {
             pos_seq = rec.seq;
-            if (rec.sid == s->hello.sid) {
-                continue; /* never send a change back where it came from */
+            if (rec.sid == s->hello.sid && rec.lsn > s->own_until) {
+                continue; /* never send a change back where it came from,
+                           * except what it asked to get back (R6) */
             }
             uint8_t hdr[REPL_FRAME_HEADER];
             repl_frame_header(hdr, REPL_FRAME_RECORD, rec.len);
@@ -512,7 +594,8 @@ _stream(struct sender *s, struct peer *p, struct ulog_reader *r)
             }
             next_heartbeat = now + HEARTBEAT_MS;
         }
-        if (_flush(s) != 0 || _read_acks(s, p, acks, &have, sizeof(acks)) != 0) {
+        if (_flush(s) != 0 ||
+            (!s->wack && _read_acks(s, p, acks, &have, sizeof(acks)) != 0)) {
             return;
         }
         _persist_peers(m, false);
@@ -654,13 +737,22 @@ _sender_main(void *arg)
         _send_line(s, "REPL ERROR too many peers (%u)\r\n", REPL_MAX_PEERS);
         goto done;
     }
+    /* R5: under -fsync peer the peer reports what it has written. */
+    s->wack = ulog_fsync_policy(m->ulog) == ULOG_FSYNC_PEER;
     ulog_position(m->ulog, &last_lsn, &last_seq);
+    if (s->hello.flags & REPL_FLAG_OWN) {
+        s->own_until = last_lsn; /* R6 */
+        log_info(m->log, "repl: peer %u restarted after an unclean stop: "
+                 "sending back its own records up to lsn %" PRIu64,
+                 s->hello.sid, last_lsn);
+    }
     enum ulog_status st = ULOG_EGAP;
     if (s->hello.after <= last_lsn) {
         st = ulog_reader_open(m->ulog, s->hello.after, &r);
     }
     if (st == ULOG_OK) {
-        if (_send_line(s, "REPL OK %u\r\n", m->sid) != 0) {
+        if (_send_line(s, s->wack ? "REPL OK %u" REPL_WACK_WORD "\r\n"
+                                  : "REPL OK %u\r\n", m->sid) != 0) {
             goto done;
         }
         log_info(m->log, "repl: peer %u follows from lsn %" PRIu64,
@@ -673,7 +765,8 @@ _sender_main(void *arg)
         log_info(m->log, "repl: peer %u asked for lsn %" PRIu64 ", which is "
                  "no longer kept: full resynchronisation", s->hello.sid,
                  s->hello.after);
-        if (_send_line(s, "REPL RESYNC %u\r\n", m->sid) != 0) {
+        if (_send_line(s, s->wack ? "REPL RESYNC %u" REPL_WACK_WORD "\r\n"
+                                  : "REPL RESYNC %u\r\n", m->sid) != 0) {
             goto done;
         }
         uint64_t sent = 0;
@@ -682,7 +775,27 @@ _sender_main(void *arg)
             goto done;
         }
     }
+    bool acks = false;
+    if (s->wack) {
+        struct ack_reader *ar = malloc(sizeof(*ar));
+        if (ar == NULL) {
+            goto done;
+        }
+        *ar = (struct ack_reader){s, p};
+        if (pthread_create(&s->ack_thread, NULL, _acks_main, ar) != 0) {
+            free(ar);
+            goto done;
+        }
+        acks = true;
+    }
     _stream(s, p, r);
+    if (acks) {
+        atomic_store(&s->stop, true);
+        pthread_join(s->ack_thread, NULL);
+        if (s->linked) {
+            ulog_peer_link(m->ulog, s->hello.sid, false); /* U11 */
+        }
+    }
 done:
     _flush(s);
     ulog_reader_close(r);

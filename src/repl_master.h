@@ -43,6 +43,22 @@
  *       flush_all logged after the snapshot's lsn reaches the backup as
  *       its record (R2). A delayed flush_all still pending at the walk is
  *       not carried.
+ *   R5. Under -fsync peer a master asks its peers for WACK frames
+ *       (repl_proto.h). A standby sends WACK for a position only once
+ *       txn_commit() has returned for every record up to it, i.e. once
+ *       they are written to its own log (repl_slave.c asserts that
+ *       nothing is left staged); its ACK still waits until they are
+ *       durable there. A peer is linked to the log (ulog.h U11) from its
+ *       first WACK to the end of its session, and only an authenticated
+ *       session (repl_auth.h) reaches the point where WACKs are read.
+ *   R6. A peer that restarts after an unclean stop (under a policy other
+ *       than always) asks for its own records back (REPL_FLAG_OWN): in
+ *       that session the sender also sends the records that originated
+ *       at the peer, up to this log's end when the session began. The
+ *       ones a power cut took from the peer's log (the writes of its
+ *       last N ms, answered on our report under -fsync peer) reach it
+ *       again; the ones it still holds are not newer than themselves
+ *       (record_newer) and change nothing.
  *
  * Thread-safety: repl_master_accept() and the query functions may be
  * called from any thread.

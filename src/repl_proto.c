@@ -43,7 +43,14 @@ repl_encode_u64(uint8_t out[16], enum repl_frame_type type, uint64_t v)
 size_t
 repl_encode_ack(uint8_t out[REPL_ACK_LEN], uint64_t lsn, uint64_t seq)
 {
-    repl_frame_header(out, REPL_FRAME_ACK, 16);
+    return repl_encode_ack_type(out, REPL_FRAME_ACK, lsn, seq);
+}
+
+size_t
+repl_encode_ack_type(uint8_t out[REPL_ACK_LEN], enum repl_frame_type type,
+                     uint64_t lsn, uint64_t seq)
+{
+    repl_frame_header(out, type, 16);
     util_put_le64(out + 8, lsn);
     util_put_le64(out + 16, seq);
     return REPL_ACK_LEN;
@@ -99,6 +106,7 @@ repl_frame_decode(const uint8_t *buf, size_t avail, struct repl_frame *f)
         }
         return REPL_OK;
     case REPL_FRAME_ACK:
+    case REPL_FRAME_WACK:
         if (f->plen != 16) {
             return REPL_CORRUPT;
         }
@@ -268,4 +276,12 @@ repl_auth_line_parse(const char *line, char proof[REPL_PROOF_HEX + 1])
     memcpy(proof, line + ps, pl);
     proof[pl] = '\0';
     return true;
+}
+
+bool
+repl_line_wants_wack(const char *line)
+{
+    size_t n = strlen(line);
+    size_t w = strlen(REPL_WACK_WORD);
+    return n > w && memcmp(line + n - w, REPL_WACK_WORD, w) == 0;
 }

@@ -6,6 +6,10 @@
  *
  *   REPL <version> <sid> <after-lsn> <flags> <nonce>\r\n
  *
+ * flags: REPL_FLAG_ALLOW_RESYNC (1) a snapshot may replace the stream,
+ * REPL_FLAG_BACKUP (2) a backup, not a peer, REPL_FLAG_OWN (4) send my
+ * own records back too (repl_master.h R6). Unknown flags are ignored.
+ *
  * When the master has a shared key (repl_auth.h) the two prove they hold
  * it before anything else passes:
  *
@@ -14,8 +18,10 @@
  *
  * Then the master answers with one line, then binary frames:
  *
- *   REPL OK <master-sid>\r\n        records with lsn > after-lsn follow
- *   REPL RESYNC <master-sid>\r\n    a full snapshot follows, then records
+ *   REPL OK <master-sid>[ wack]\r\n       records with lsn > after-lsn
+ *                                          follow
+ *   REPL RESYNC <master-sid>[ wack]\r\n   a full snapshot follows, then
+ *                                          records
  *   REPL BACKUP <master-sid>\r\n    a backup follows (below)
  *   REPL ERROR <reason>\r\n         (at any step) the connection closes
  *
@@ -47,6 +53,14 @@
  *   standby -> master
  *     ACK         u64 lsn, u64 seq: the master position applied and
  *                 durable on the standby
+ *     WACK        u64 lsn, u64 seq: the master position written to the
+ *                 standby's own log (write(2) returned; not yet synced).
+ *                 Sent only when the master's OK or RESYNC line ends in
+ *                 " wack" (it runs -fsync peer; repl_master.h R5), after
+ *                 every batch the standby logs, so the master can answer
+ *                 the writes it holds back (ulog.h U10). A master that
+ *                 did not ask never gets one (older masters would drop
+ *                 the connection on an unknown frame).
  *
  * Records keep the id of the server where each change originated; a
  * master never sends a standby the standby's own changes.
@@ -68,6 +82,9 @@
 #define REPL_FRAME_MAX (LOGREC_MAX_LEN + 64)
 #define REPL_FLAG_ALLOW_RESYNC 1u
 #define REPL_FLAG_BACKUP 2u
+/* After an unclean stop: send my own records back too (repl_master.h R6).
+ * Masters that predate it ignore the flag. */
+#define REPL_FLAG_OWN 4u
 /* The sid a backup announces: server ids are 1-65535, so it names none. */
 #define REPL_BACKUP_SID UINT32_MAX
 
@@ -78,7 +95,11 @@ enum repl_frame_type {
     REPL_FRAME_SNAP_ITEM = 4,
     REPL_FRAME_SNAP_END = 5,
     REPL_FRAME_ACK = 6,
+    REPL_FRAME_WACK = 7,
 };
+
+/* The suffix of a master's OK or RESYNC line asking for WACK frames. */
+#define REPL_WACK_WORD " wack"
 
 enum repl_status {
     REPL_OK = 0,
@@ -132,6 +153,16 @@ size_t repl_encode_u64(uint8_t out[16], enum repl_frame_type type,
                        uint64_t v);
 #define REPL_ACK_LEN (REPL_FRAME_HEADER + 16)
 size_t repl_encode_ack(uint8_t out[REPL_ACK_LEN], uint64_t lsn, uint64_t seq);
+/* As repl_encode_ack() for `type` REPL_FRAME_ACK or REPL_FRAME_WACK. */
+size_t repl_encode_ack_type(uint8_t out[REPL_ACK_LEN],
+                            enum repl_frame_type type, uint64_t lsn,
+                            uint64_t seq);
+
+/*
+ * True if a master's OK or RESYNC line `line` (without the line end) asks
+ * for WACK frames.
+ */
+bool repl_line_wants_wack(const char *line);
 
 /*
  * Encodes the header of a SNAP_ITEM for a `nkey`-byte key and a

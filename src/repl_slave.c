@@ -3,6 +3,7 @@
  */
 #include "repl_slave.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -138,8 +139,11 @@ static void
 _durable_position(struct repl_slave *s, uint64_t *lsn, uint64_t *seq)
 {
     struct ulog *u = s->eng->ulog;
+    /* Durable here: under -fsync peer a peer's copy of our log says
+     * nothing of this disk, and the -rts position must survive a power
+     * cut of this machine. */
     uint64_t durable = u == NULL || s->eng->uas ? UINT64_MAX
-                                                : ulog_durable_lsn(u);
+                                                : ulog_local_durable_lsn(u);
     int done = 0;
     while (done < s->nring && s->ring[done].local_lsn <= durable) {
         if (s->ring[done].pos_lsn > *lsn) {
@@ -163,6 +167,8 @@ struct session {
     uint64_t snap_lsn;
     uint64_t next_persist;
     uint64_t last_frame_ms;
+    bool wack;        /* the master asked for WACK frames (R5) */
+    uint64_t wacked;  /* position last reported written */
 };
 
 /* Applies one frame. Returns -1 to end the session. */
@@ -181,6 +187,9 @@ _frame(struct repl_slave *s, struct session *ss, const struct repl_frame *f)
         }
         break;
     case REPL_FRAME_HEARTBEAT:
+        /* R6: a heartbeat comes once the master has sent everything, our
+         * own records asked back included. */
+        s->o.own_back = false;
         pthread_mutex_lock(&s->lock);
         s->st.master_lsn = f->lsn;
         s->master_seq = f->seq;
@@ -350,6 +359,9 @@ _handshake(struct repl_slave *s, int fd, char *line, size_t cap)
 {
     struct repl_hello h = {REPL_VERSION, s->o.sid, s->rts,
                            REPL_FLAG_ALLOW_RESYNC, ""};
+    if (s->o.own_back) {
+        h.flags |= REPL_FLAG_OWN; /* R6 */
+    }
 
     switch (repl_slave_handshake(fd, &h, s->o.auth, HELLO_TIMEOUT_MS, line,
                                  cap)) {
@@ -405,6 +417,8 @@ _session(struct repl_slave *s, int fd)
              s->o.host, s->o.port, master_sid, s->rts);
     ss.pos_lsn = s->rts;
     ss.pos_seq = s->rts_seq;
+    ss.wacked = s->rts;
+    ss.wack = repl_line_wants_wack(line);
     ss.last_frame_ms = util_mono_ms();
     while (!_stopping(s)) {
         int r = netio_wait_readable(fd, 50);
@@ -461,6 +475,24 @@ _session(struct repl_slave *s, int fd)
             !buf_reserve(&ss.in, f.len - buf_len(&ss.in),
                          REPL_FRAME_MAX + (1 << 16))) {
             break;
+        }
+        /* R5: what was received is written to our own log first, then
+         * reported, before any wait for a sync. */
+        if (txn_commit(&s->batch) != TXN_OK) {
+            break;
+        }
+        if (ss.wack && !ss.in_snapshot && ss.pos_lsn > ss.wacked) {
+            assert(s->batch.nchanges == 0); /* R5: nothing left unlogged */
+            uint8_t wack[REPL_ACK_LEN];
+            repl_encode_ack_type(wack, REPL_FRAME_WACK, ss.pos_lsn,
+                                 ss.pos_seq);
+            if (netio_send_all(fd, wack, sizeof(wack), 2000) != 0) {
+                break;
+            }
+            ss.wacked = ss.pos_lsn;
+            pthread_mutex_lock(&s->lock);
+            s->st.wacks++;
+            pthread_mutex_unlock(&s->lock);
         }
         /* T8: under "always" a change is applied here only once it is
          * durable here (store.h D1): a standby whose disk loses power
@@ -544,6 +576,11 @@ repl_slave_create(const struct repl_slave_options *o, struct txn_engine *eng,
         free(s);
         return NULL;
     }
+    /* txn.h T10: under -fsync peer what the peer sends is in its log
+     * already; waiting for it to report our copy back would stall the
+     * stream (and each side's receiver on the other's). */
+    s->batch.apply_at_commit = eng->ulog != NULL &&
+                               ulog_fsync_policy(eng->ulog) == ULOG_FSYNC_PEER;
     return s;
 }
 

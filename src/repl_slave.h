@@ -38,6 +38,7 @@ struct repl_slave_stats {
     uint64_t applied;       /* of which won and were applied */
     uint64_t resyncs;
     uint64_t connects;
+    uint64_t wacks;         /* positions reported written (WACK, R5) */
     /* From the master's log append to applied here, per record: exact
      * when both servers share a clock, approximate with NTP. */
     uint64_t delay_p50_us;
@@ -52,6 +53,8 @@ struct repl_slave_options {
     char rts_path[PATH_MAX];
     size_t scratch_cap;     /* largest record read without a heap copy */
     const struct repl_auth *auth; /* borrowed; must outlive the slave */
+    bool own_back;          /* ask for our own records back (R6) until a
+                               session has caught up once */
 };
 
 struct repl_slave;

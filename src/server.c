@@ -399,9 +399,11 @@ _open_storage(struct server *srv, char *err, size_t errlen)
     /* stats "bytes" starts from what the opening check counted. */
     atomic_store(&srv->eng.bytes, (int64_t)rep.check.item_bytes);
     /* store.h D1: under "always" the database holds only what the log
-     * holds durably. */
+     * holds durably; under "peer" what the peer reported or, in the
+     * fallback, what is synced here (txn.h T10). */
     srv->eng.apply_after_sync = srv->ulog != NULL && !s->uas &&
-                                s->fsync == ULOG_FSYNC_ALWAYS;
+                                (s->fsync == ULOG_FSYNC_ALWAYS ||
+                                 s->fsync == ULOG_FSYNC_PEER);
     srv->eng_ready = true;
     if (srv->ulog == NULL) {
         return 0;
@@ -443,6 +445,9 @@ _open_storage(struct server *srv, char *err, size_t errlen)
         util_strlcpy(ro.rts_path, s->rts_path, sizeof(ro.rts_path));
         ro.scratch_cap = scratch;
         ro.auth = &srv->auth;
+        /* R6: a crash may have cut writes the peer holds from our log. */
+        ro.own_back = rep.unclean && !s->uas &&
+                      s->fsync != ULOG_FSYNC_ALWAYS;
         srv->slave = repl_slave_create(&ro, &srv->eng, &srv->log, err, errlen);
         if (srv->slave == NULL) {
             return -1;

@@ -70,7 +70,9 @@ settings_usage(FILE *out, const char *prog)
         "                 (default %d); bounds the log redone after a crash\n"
         "  -uas           answer writes before logging them (see README)\n"
         "  -fsync policy  always (default): every group commit is on disk\n"
-        "                 before its replies; N: every N ms; never\n"
+        "                 before its replies; N: every N ms; never;\n"
+        "                 peer[,N]: on the peer's log or on disk, synced\n"
+        "                 every N ms (default 100); see etc/tuning.md\n"
         "  -sid num       server id, 1-65535 (default %d; required with -mhost)\n"
         "  -mhost name    replication master host\n"
         "  -mport num     replication master port (default %d)\n"
@@ -220,8 +222,8 @@ _parse_valued(struct settings *s, const char *flag, const char *v, char *err,
     }
     if (strcmp(flag, "-fsync") == 0) {
         if (!ulog_parse_fsync(v, &s->fsync, &s->fsync_ms)) {
-            snprintf(err, errlen, "-fsync %s: expected always, never or a "
-                     "number of milliseconds (1-60000)", v);
+            snprintf(err, errlen, "-fsync %s: expected always, never, a "
+                     "number of milliseconds (1-60000), peer or peer,N", v);
             return false;
         }
         return true;

@@ -53,7 +53,11 @@
  *       after an unclean stop (the open flag is set before it opens the
  *       file), so a half-written list can never hand out live space.
  *
- * Under -fsync N, -fsync never, -uas and -ulog off, D1 does not hold: a
+ * Under -fsync peer a change made while no peer is linked (the
+ * fallback, ulog.h U11; txn.h T10) is applied only once synced here, as
+ * D1 asks; while one is linked, a change is applied once the peer has it
+ * in its log, which may be before it is synced here. For those, and
+ * under -fsync N, -fsync never, -uas and -ulog off, D1 does not hold: a
  * record changed shortly before a power cut can be lost along with its
  * earlier value (README, "What survives what"; PC6). D2-D7 still hold,
  * so kurad always starts by itself (PC1).

@@ -302,14 +302,20 @@ txn_durable(const struct txn_batch *b)
            ulog_durable(eng->ulog, b->last_lsn);
 }
 
+/* T8 applies to this batch (T10). */
+static bool
+_after_sync(const struct txn_batch *b)
+{
+    return b->eng->apply_after_sync && !b->apply_at_commit;
+}
+
 uint64_t
 txn_applied_lsn(const struct txn_batch *b)
 {
     if (b->eng->ulog == NULL) {
         return UINT64_MAX;
     }
-    return b->eng->apply_after_sync ? b->applied_lsn
-                                    : ulog_durable_lsn(b->eng->ulog);
+    return _after_sync(b) ? b->applied_lsn : ulog_durable_lsn(b->eng->ulog);
 }
 
 static void
@@ -889,12 +895,12 @@ txn_commit(struct txn_batch *b)
     }
     bool logged = eng->ulog != NULL && !eng->uas;
     if (logged) {
-        if (eng->apply_after_sync && b->waiting >= TXN_WAITING_MAX) {
+        if (_after_sync(b) && b->waiting >= TXN_WAITING_MAX) {
             /* Bounded: the oldest groups go first. */
             (void)ulog_wait_durable(eng->ulog, _group(b, 0)->last_lsn);
             (void)txn_apply_durable(b);
         }
-        if (eng->apply_after_sync && !_grow_groups(b)) {
+        if (_after_sync(b) && !_grow_groups(b)) {
             result = TXN_ENOMEM;
         } else {
             result = _append(b); /* T2: written before anything is applied */
@@ -904,7 +910,7 @@ txn_commit(struct txn_batch *b)
             _reset(b);
             return result;
         }
-        if (eng->apply_after_sync) {
+        if (_after_sync(b)) {
             /* T8: applied by txn_apply_durable() once durable. */
             uint64_t first = 0;
             struct logrec r;

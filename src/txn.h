@@ -54,7 +54,16 @@
  *   T9. T4 extended: a thread that must wait for a stripe first makes its
  *       own waiting groups durable and applies them (txn_wait_applied()),
  *       so it holds nothing while it waits; durability never depends on
- *       another thread, so no cycle can form.
+ *       another thread, so no cycle can form. (Under -fsync peer it
+ *       depends on the peer's report: two masters writing the same keys
+ *       can hold each other's receiver for up to the stall limit,
+ *       ulog.h U11, which then syncs here and breaks the wait.)
+ *  T10. `apply_after_sync` is also set under -fsync peer, where durable
+ *       means reported by the peer or, with no peer linked, synced here
+ *       (ulog.h U10, U11): the fallback then keeps store.h D1 as
+ *       "always" does. A batch with `apply_at_commit` (the replication
+ *       receiver's under -fsync peer: its records come from the peer's
+ *       log) applies at commit instead, as without apply_after_sync.
  *
  * Thread-safety: struct txn_engine is shared; a struct txn_batch belongs to
  * one thread.
@@ -147,6 +156,7 @@ struct txn_batch {
     size_t head;
     size_t waiting;
     uint64_t applied_lsn;       /* groups up to here are applied (T8) */
+    bool apply_at_commit;       /* T10: not T8 for this batch */
     bool flush_waiting;         /* a flush_all of this batch may wait */
     uint64_t flush_stamp;       /* ...stamped so */
     uint64_t flush_deadline;

@@ -112,7 +112,7 @@ _retire_logged(struct txn_batch *b, const char *key, size_t nkey,
 bool
 txn_expire(struct txn_batch *b, const char *key, size_t nkey, uint64_t ts)
 {
-    if (b->eng->apply_after_sync) {
+    if (b->eng->apply_after_sync && !b->apply_at_commit) {
         return _retire_logged(b, key, nkey, ts);
     }
     return _with_record(b, key, nkey, ts, _retire);

@@ -1,6 +1,7 @@
 /*
  * ulog: segment files, group-commit appends, durability and checkpoints
- * (see ulog.h for the invariants U1-U5); readers are in ulog_reader.c.
+ * (see ulog.h for the invariants U1-U12); readers are in ulog_reader.c,
+ * the "peer" policy's rules in ulog_peer.c.
  */
 #include "ulog.h"
 #include "ulog_internal.h"
@@ -40,9 +41,6 @@ static const char magic[8] = {'K', 'U', 'R', 'A', 'U', 'L', 'O', 'G'};
 #define PREPARE_LOW ((uint64_t)4 << 20)
 #define PREPARE_CHUNK ((size_t)64 << 10)
 #define RESERVE_AHEAD ((uint64_t)1 << 20)
-
-static void _notify_locked(struct ulog *u, bool all);
-static void _publish_locked(struct ulog *u);
 
 /* ---------------------------------------------------------------- files */
 
@@ -534,7 +532,8 @@ ulog_open(const struct ulog_options *o, struct ulog_recovery *rec, char *err,
      * truncation above; nothing is in flight yet. */
     u->synced_lsn = u->last_lsn;
     u->syncing_lsn = u->last_lsn;
-    _publish_locked(u);
+    u->released = u->last_lsn;
+    ulog_publish_locked(u);
     u->checkpoint_lsn = rec->checkpoint_lsn;
     u->checkpoint_db_salt = rec->checkpoint_db_salt;
     u->segment_done = u->nsegs > 1;
@@ -574,7 +573,8 @@ _rotate(struct ulog *u)
     assert(u->last_lsn >= u->synced_lsn);
     u->syncs++;
     u->synced_lsn = u->last_lsn;
-    _publish_locked(u);
+    (void)ulog_peer_refresh_locked(u);
+    ulog_publish_locked(u);
     int old_fd = dup(u->active_fd);
     uint64_t old_size = u->segs[u->nsegs - 1].size;
     uint64_t no = u->segs[u->nsegs - 1].no + 1;
@@ -682,7 +682,7 @@ ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
     u->appends++;
     u->records += n;
     *last_lsn = lsn;
-    _publish_locked(u);
+    ulog_publish_locked(u);
     if (u->o.fsync == ULOG_FSYNC_ALWAYS) {
         pthread_cond_signal(&u->sync_cond);
     }
@@ -757,14 +757,18 @@ ulog_applied(struct ulog *u, int slot, uint64_t next)
 uint64_t
 ulog_durable_locked(struct ulog *u)
 {
-    return u->o.fsync == ULOG_FSYNC_ALWAYS ? u->synced_lsn : u->last_lsn;
+    if (u->o.fsync == ULOG_FSYNC_PEER) {
+        assert(u->released <= u->last_lsn); /* U10 */
+        return u->released;
+    }
+    return ulog_release_lsn(u->o.fsync, u->last_lsn, u->synced_lsn, 0, true);
 }
 
 /* Publishes the durable lsn for lock-free readers; the caller holds the
  * lock. Workers check durability every pass and must never wait for a
  * thread stuck in the file system while holding the lock. */
-static void
-_publish_locked(struct ulog *u)
+void
+ulog_publish_locked(struct ulog *u)
 {
     atomic_store_explicit(&u->durable_pub, ulog_durable_locked(u),
                           memory_order_release);
@@ -824,7 +828,7 @@ _sync_locked(struct ulog *u)
         u->failed = true;
         pthread_cond_broadcast(&u->grown);
         /* Wake every waiter: what they wait for will never come. */
-        _notify_locked(u, true);
+        ulog_notify_locked(u, true);
         return ULOG_EIO;
     }
     u->syncs++;
@@ -832,10 +836,11 @@ _sync_locked(struct ulog *u)
     if (target > u->synced_lsn) {
         u->synced_lsn = target;
     }
-    _publish_locked(u);
+    (void)ulog_peer_refresh_locked(u); /* U11: releases only in fallback */
+    ulog_publish_locked(u);
     pthread_cond_broadcast(&u->grown);
     pthread_cond_signal(&u->sync_cond);
-    _notify_locked(u, false);
+    ulog_notify_locked(u, false);
     return ULOG_OK;
 }
 
@@ -846,7 +851,9 @@ ulog_wait_durable(struct ulog *u, uint64_t lsn)
     if (u->wait_lsn < lsn) {
         u->wait_lsn = lsn;
     }
-    pthread_cond_signal(&u->sync_cond);
+    if (ulog_peer_waiting_locked(u, lsn)) {
+        pthread_cond_signal(&u->sync_cond);
+    }
     while (!u->failed && ulog_durable_locked(u) < lsn) {
         if (!u->threads || u->stopping) {
             _sync_locked(u); /* no sync thread to ask */
@@ -881,7 +888,7 @@ ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn)
         return;
     }
     struct watcher *w = &u->watchers[watcher];
-    if (lsn <= u->synced_lsn || u->failed) {
+    if (lsn <= ulog_durable_locked(u) || u->failed) {
         /* No sync is coming for it: the caller may have checked just
          * before the one that covered it finished. Answer now. */
         struct watcher now = *w;
@@ -892,7 +899,9 @@ ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn)
     if (w->want < lsn) {
         w->want = lsn;
     }
-    pthread_cond_signal(&u->sync_cond);
+    if (ulog_peer_waiting_locked(u, lsn)) {
+        pthread_cond_signal(&u->sync_cond);
+    }
     pthread_mutex_unlock(&u->lock);
 }
 
@@ -901,18 +910,25 @@ ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn)
  * still waiting (the log failed and durability will never come). The
  * caller holds the lock, which is released around the calls.
  */
-static void
-_notify_locked(struct ulog *u, bool all)
+void
+ulog_notify_locked(struct ulog *u, bool all)
 {
     struct watcher due[ULOG_MAX_WATCHERS];
     int n = 0;
-    uint64_t durable = u->synced_lsn;
+    uint64_t durable = ulog_durable_locked(u); /* U10 */
+    bool waiting = u->wait_lsn > durable;
     for (int i = 0; i < u->nwatchers; i++) {
         uint64_t want = u->watchers[i].want;
         if (want != 0 && (all || want <= durable)) {
             u->watchers[i].want = 0;
             due[n++] = u->watchers[i];
+        } else if (want != 0) {
+            waiting = true;
         }
+    }
+    if (!waiting) {
+        u->pending_since_ms = 0; /* U11: nobody waits, no stall */
+        u->peer_stalled = false;
     }
     if (n == 0) {
         return;
@@ -1006,6 +1022,13 @@ _sync_due_in_locked(struct ulog *u)
     return due > now ? due - now : 0;
 }
 
+/* Peers whose reports release writes now (U11): none while stalled. */
+static uint32_t
+_live_locked(struct ulog *u)
+{
+    return u->peer_stalled ? 0 : u->peers_live;
+}
+
 /*
  * The log's sync thread. Under "always" it fdatasyncs what has been
  * written as soon as a worker waits on it, back to back while they keep
@@ -1023,7 +1046,13 @@ _sync_main(void *arg)
 
     pthread_mutex_lock(&u->lock);
     while (!u->stopping) {
-        bool always = u->o.fsync == ULOG_FSYNC_ALWAYS;
+        /* U11: "peer" syncs for waiters only while no peer is linked, or
+         * the linked one has stalled. */
+        uint64_t stall_in = ulog_peer_check_stall_locked(u);
+        bool always = ulog_sync_on_demand(u->o.fsync, _live_locked(u));
+        /* U12: "peer" also syncs on its beat, linked or not. */
+        bool beat = u->o.fsync == ULOG_FSYNC_INTERVAL ||
+                    u->o.fsync == ULOG_FSYNC_PEER;
         uint64_t wait_ms = 100;
         if (always) {
             uint64_t due = _sync_due_in_locked(u);
@@ -1034,7 +1063,7 @@ _sync_main(void *arg)
             wait_ms = due < wait_ms ? due : wait_ms;
         }
         _prepare_locked(u);
-        if (u->o.fsync == ULOG_FSYNC_INTERVAL && !u->failed) {
+        if (beat && !u->failed) {
             uint64_t now = util_mono_ms();
             if (now >= next_sync) {
                 if (u->last_lsn > u->synced_lsn) {
@@ -1045,7 +1074,9 @@ _sync_main(void *arg)
             }
             wait_ms = next_sync - now < wait_ms ? next_sync - now : wait_ms;
         }
-        if (always && _sync_due_in_locked(u) == 0) {
+        wait_ms = stall_in < wait_ms ? stall_in : wait_ms;
+        if (ulog_sync_on_demand(u->o.fsync, _live_locked(u)) &&
+            _sync_due_in_locked(u) == 0) {
             continue; /* a worker began waiting while space was prepared */
         }
         struct timespec until;
@@ -1235,6 +1266,11 @@ ulog_start(struct ulog *u)
         return -1;
     }
     u->threads = true;
+    if (u->o.fsync == ULOG_FSYNC_PEER) {
+        log_info(u->o.log, "ulog: -fsync peer: no peer connected yet; "
+                 "syncing every group commit (as -fsync always) until one "
+                 "is");
+    }
     return 0;
 }
 
@@ -1290,6 +1326,16 @@ ulog_stats(struct ulog *u, struct ulog_stats *st)
     st->last_lsn = u->last_lsn;
     st->last_seq = u->last_seq;
     st->synced_lsn = ulog_durable_locked(u);
+    st->fdatasynced_lsn = u->synced_lsn;
+    st->peer_lsn = u->peer_lsn;
+    st->peers_live = u->peers_live;
+    st->peer_fallback = u->o.fsync == ULOG_FSYNC_PEER &&
+                        _live_locked(u) == 0;
+    st->peer_fallbacks = u->peer_fallbacks;
+    st->peer_stalls = u->peer_stalls;
+    st->peer_stalled = u->peer_stalled;
+    st->policy = u->o.fsync;
+    st->fsync_ms = u->o.fsync_ms;
     st->checkpoint_lsn = u->checkpoint_lsn;
     st->oldest_lsn = u->nsegs > 0 ? u->segs[0].base_lsn : u->last_lsn;
     for (size_t i = 0; i < u->nsegs; i++) {
@@ -1319,6 +1365,19 @@ ulog_parse_fsync(const char *s, enum ulog_fsync *policy, uint32_t *ms)
     }
     if (strcmp(s, "never") == 0) {
         *policy = ULOG_FSYNC_NEVER;
+        return true;
+    }
+    if (strcmp(s, "peer") == 0) {
+        *policy = ULOG_FSYNC_PEER;
+        *ms = ULOG_PEER_SYNC_MS;
+        return true;
+    }
+    if (strncmp(s, "peer,", 5) == 0) {
+        if (!util_parse_uint(s + 5, strlen(s + 5), 60000, &v) || v == 0) {
+            return false;
+        }
+        *policy = ULOG_FSYNC_PEER;
+        *ms = (uint32_t)v;
         return true;
     }
     if (util_parse_uint(s, strlen(s), 60000, &v) && v > 0) {

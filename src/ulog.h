@@ -50,6 +50,27 @@
  *       in a middle segment followed by records that survived, and
  *       kurad would refuse to start on it (tests/powercut PC1).
  *
+ * Under "peer" (ulog_peer.c; tests/unit/check_ulog_peer and
+ * tests/integration/check_it_peer cite these):
+ *  U10. While a connected, authenticated peer is linked (it reports what
+ *       it writes, repl_master.h R5), a record counts as durable (its
+ *       replies may leave) only once that peer has reported it written
+ *       to its own log: an answered write is then on both machines. The
+ *       durable lsn never goes back and never passes the last lsn
+ *       written (ulog_release_lsn()).
+ *  U11. While no peer is linked, a record a client waits on is
+ *       fdatasynced at once and released by that sync, exactly as under
+ *       "always" (the fallback, shown in stats and logged whenever it
+ *       begins or ends). The same holds while the linked peer stalls:
+ *       once a client has waited fsync_ms with no report advancing, the
+ *       waiting writes are synced here and answered (counted in stats);
+ *       the next report ends the stall.
+ *  U12. Whatever is written is fdatasynced within fsync_ms (default 100)
+ *       whether a peer is connected or not, so a power cut of both
+ *       machines at once loses at most the last fsync_ms of writes, and
+ *       no reply waits longer than that beat plus one sync for a peer
+ *       that has stalled.
+ *
  * Threads: appenders (workers, the replication receiver) call
  * ulog_append(); under the "always" policy a sync thread fdatasyncs
  * what has been written as soon as a worker waits to answer on it (back
@@ -103,14 +124,18 @@ enum ulog_fsync {
     ULOG_FSYNC_ALWAYS,   /* every group commit is fdatasync()ed */
     ULOG_FSYNC_INTERVAL, /* fdatasync() every fsync_ms */
     ULOG_FSYNC_NEVER,    /* leave it to the kernel */
+    ULOG_FSYNC_PEER,     /* a peer's log or our fdatasync (U10-U12) */
 };
+
+/* The default beat of "peer" (-fsync peer without ,N). */
+#define ULOG_PEER_SYNC_MS 100
 
 struct ulog_options {
     char dir[PATH_MAX];
     uint64_t segment_max;      /* -ulim */
     uint32_t keep_segments;    /* -ukeep: most segments kept for peers */
     enum ulog_fsync fsync;
-    uint32_t fsync_ms;         /* for ULOG_FSYNC_INTERVAL */
+    uint32_t fsync_ms;         /* for ULOG_FSYNC_INTERVAL and _PEER */
     uint32_t sid;              /* stamped into segment headers */
     uint32_t checkpoint_ms;    /* checkpoint at least this often */
     uint64_t checkpoint_bytes; /* ... or after this much log */
@@ -145,7 +170,16 @@ struct ulog_recovery {
 struct ulog_stats {
     uint64_t last_lsn;
     uint64_t last_seq;
-    uint64_t synced_lsn;
+    uint64_t synced_lsn;     /* durable under the policy (U10) */
+    uint64_t fdatasynced_lsn; /* on this machine's disk */
+    uint64_t peer_lsn;       /* written by a peer (U10), 0 if none */
+    uint32_t peers_live;     /* peers reporting writes (U11) */
+    bool peer_fallback;      /* "peer" with no such peer: as "always" */
+    enum ulog_fsync policy;
+    uint32_t fsync_ms;
+    uint64_t peer_fallbacks; /* times the fallback began */
+    uint64_t peer_stalls;    /* times a linked peer stalled (U11) */
+    bool peer_stalled;       /* ... and is stalled now */
     uint64_t checkpoint_lsn;
     uint64_t oldest_lsn;     /* records after this are still kept */
     uint64_t bytes;          /* total size of the segments */
@@ -246,8 +280,9 @@ int ulog_watch(struct ulog *u, void (*fn)(void *arg), void *arg);
  * callback. If `lsn` is already durable, or the log has failed, the
  * callback is called at once from the calling thread, so a caller that
  * found `lsn` not durable just before never waits for a sync that is not
- * coming. Under policies other than "always" the callback is not needed:
- * ulog_durable() is already true for every written lsn.
+ * coming. Under "N ms" and "never" the callback is not needed:
+ * ulog_durable() is already true for every written lsn; under "peer" it
+ * is also called when a peer's report makes `lsn` durable (U10).
  */
 void ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn);
 
@@ -259,6 +294,9 @@ uint64_t ulog_applied_lsn(struct ulog *u);
 
 /* Last lsn and seq written. */
 void ulog_position(struct ulog *u, uint64_t *lsn, uint64_t *seq);
+
+/* The policy the log was opened with. */
+enum ulog_fsync ulog_fsync_policy(const struct ulog *u);
 
 /* Fills `*st` with current figures. */
 void ulog_stats(struct ulog *u, struct ulog_stats *st);
@@ -310,7 +348,57 @@ bool ulog_reader_wait(struct ulog_reader *r, int timeout_ms);
 /* Closes a reader. NULL-safe. */
 void ulog_reader_close(struct ulog_reader *r);
 
-/* Parses "always", "never" or a number of milliseconds. */
+/*
+ * Parses "always", "never", a number of milliseconds (1-60000), "peer"
+ * (fsync_ms ULOG_PEER_SYNC_MS) or "peer,N". Returns false if `s` is none.
+ */
 bool ulog_parse_fsync(const char *s, enum ulog_fsync *policy, uint32_t *ms);
+
+/* ------------------------------------------------ the peer policy (U10-12) */
+
+/*
+ * The release rule (U10, U11), pure: the highest lsn whose replies may
+ * leave under `policy`, given the last lsn written, the last
+ * fdatasynced, the highest a linked peer has reported written (0 if
+ * none) and whether this machine's sync may release (`local_ok`: no
+ * peer linked, or it stalled). "always": synced; "peer": peer_written
+ * (never past last), or the higher of it and synced when local_ok; "N
+ * ms" and "never": last. The log keeps the highest value it ever
+ * returned, so the durable lsn never goes back.
+ */
+uint64_t ulog_release_lsn(enum ulog_fsync policy, uint64_t last,
+                          uint64_t synced, uint64_t peer_written,
+                          bool local_ok);
+
+/*
+ * Pure (U11): true if a record a client waits on must be fdatasynced at
+ * once under `policy` with `live_peers` peers reporting writes (a
+ * stalled one does not count).
+ */
+bool ulog_sync_on_demand(enum ulog_fsync policy, uint32_t live_peers);
+
+/*
+ * A peer (server `sid`) began (`up`) or stopped reporting the records it
+ * writes to its own log. The first to begin ends the fallback, the last
+ * to stop starts it (U11); both are logged under "peer". Any thread.
+ */
+void ulog_peer_link(struct ulog *u, uint32_t sid, bool up);
+
+/*
+ * A linked peer reports this log's records up to `lsn` written to its own
+ * log. Under "peer" they become durable (U10): waiting threads and
+ * watchers are told. `lsn` past the last written record counts as the
+ * last. Any thread; ignored under other policies.
+ */
+void ulog_peer_written(struct ulog *u, uint64_t lsn);
+
+/*
+ * Highest lsn that survives a power cut of this machine as the policy
+ * promises it: what is fdatasynced under "always" and "peer" (whose
+ * peer reports say nothing of this machine's disk), the durable lsn
+ * under the others. A standby acknowledges (and records in -rts) only
+ * up to here.
+ */
+uint64_t ulog_local_durable_lsn(struct ulog *u);
 
 #endif

@@ -57,6 +57,13 @@ struct ulog {
     int sync_fd;           /* descriptor an fdatasync is using, or -1 */
     int retired_fd;        /* rotated out while in use: close after it */
     _Atomic uint64_t durable_pub; /* _durable_locked(), readable lock-free */
+    uint64_t peer_lsn;     /* written by a linked peer (U10) */
+    uint32_t peers_live;   /* linked peers (U11) */
+    uint64_t released;     /* "peer": the durable lsn (U10), monotonic */
+    uint64_t pending_since_ms; /* a client waits, no progress since then */
+    bool peer_stalled;     /* ... for fsync_ms: answered on our sync (U11) */
+    uint64_t peer_fallbacks;
+    uint64_t peer_stalls;
     uint64_t checkpoint_lsn;
     uint32_t checkpoint_db_salt;
     bool segment_done;     /* a segment ended since the last checkpoint */
@@ -96,5 +103,37 @@ int ulog_load_segment(const char *dir, struct segment *s);
 
 /* The highest durable lsn. The caller holds u->lock. */
 uint64_t ulog_durable_locked(struct ulog *u);
+
+/*
+ * "peer": recomputes the released lsn from the peer's report and the
+ * local sync (U10, U11); returns true if it advanced. The caller holds
+ * u->lock and, if it advanced, publishes and notifies.
+ */
+bool ulog_peer_refresh_locked(struct ulog *u);
+
+/*
+ * "peer": a client waits on `lsn`; starts the stall clock (U11). Returns
+ * true if the sync thread must hear of it: under the other policies, in
+ * the fallback or a stall, or when this wait starts the clock. While a
+ * peer is linked the sync thread has nothing else to do for a waiter, and
+ * waking it on every worker pass cost a context switch each.
+ */
+bool ulog_peer_waiting_locked(struct ulog *u, uint64_t lsn);
+
+/*
+ * "peer", sync thread: flags a stall once a client has waited fsync_ms
+ * with no progress while a peer is linked. Returns the milliseconds
+ * until it should look again (UINT64_MAX: nothing waits).
+ */
+uint64_t ulog_peer_check_stall_locked(struct ulog *u);
+
+/* Publishes the durable lsn for lock-free readers. Holds u->lock. */
+void ulog_publish_locked(struct ulog *u);
+
+/*
+ * Calls the watchers whose lsn became durable (all of them with `all`).
+ * The caller holds u->lock, which is released around the calls.
+ */
+void ulog_notify_locked(struct ulog *u, bool all);
 
 #endif

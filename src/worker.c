@@ -135,8 +135,11 @@ worker_init(struct worker *w, int id, struct worker_shared *shared)
     w->host.curr_conns = &shared->curr_conns;
     w->host.handoff = shared->handoff;
     w->host.handoff_arg = shared->handoff_arg;
+    /* Replies wait for the log under "always", and under "peer" for the
+     * peer's report or the sync (ulog.h U10). */
+    enum ulog_fsync policy = shared->penv->settings->fsync;
     if (shared->ulog != NULL && !shared->eng->uas &&
-        shared->penv->settings->fsync == ULOG_FSYNC_ALWAYS) {
+        (policy == ULOG_FSYNC_ALWAYS || policy == ULOG_FSYNC_PEER)) {
         w->watcher = ulog_watch(shared->ulog, _on_synced, w);
         if (w->watcher < 0) {
             return -1;

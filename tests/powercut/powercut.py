@@ -5,7 +5,7 @@ any instant loses no acknowledged write, and kurad restarts by itself.
 
     powercut.py [--kurad PATH] [--kura PATH] [--crashfs PATH] [--cuts N]
                 [--seed N] [--modes drop,torn,writeback] [--moments M,...]
-                [--fsync always|100|never] [--keep] [--budget SECONDS]
+                [--fsync always|100|never|peer] [--keep] [--budget SECONDS]
                 [--verbose]
 
 The caller builds crashfs (tools/powercut and tests/powercut/run-short do,
@@ -35,6 +35,8 @@ cycle and in every earlier cycle of the scenario is there. Moments:
   resync-standby   a standby on crashfs receiving a full snapshot
   resync-master    a master on crashfs serving a full snapshot
   pair             both masters of a master/master pair at once
+  active           (with --fsync peer only) the active server of a pair,
+                   the standby on a plain directory that keeps power
 
 Moments go round-robin over the cuts and modes rotate so that every mode
 meets every moment (11 moments x 3 modes = 33 cuts for full coverage).
@@ -54,6 +56,8 @@ src/txn.h T8 cite these numbers):
   PC2  under -fsync always, every write acknowledged before the cut, in
        this cut and every earlier cut of the scenario, reads back with the
        acknowledged value or a later one: none missing (L), none stale (S).
+       The same under -fsync peer in the moments with one server, which
+       has no peer and so runs the fallback (src/ulog.h U11, txn.h T10).
   PC3  no value is ever half-applied, under every policy: a value reads
        back whole or not at all.
   PC4  both masters of a pair cut together restart, converge, and hold
@@ -61,7 +65,15 @@ src/txn.h T8 cite these numbers):
   PC5  once restarted, kurad logs no ERROR about what it recovered and
        stops cleanly (exit 0) on SIGTERM.
   PC6  under -fsync 100 and never, the losses are reported, not failed:
-       README's "What survives what" bounds them.
+       README's "What survives what" bounds them. So are they under
+       -fsync peer in the other moments (etc/tuning.md, "-fsync peer").
+  PC7  under -fsync peer, once the standby reports writes (src/ulog.h
+       U10, src/repl_master.h R5), every write the active acknowledged
+       before a power cut of the active is on the standby, checked
+       before the active comes back; then the active restarts, gets back
+       from the standby the writes its log lost (src/repl_master.h R6),
+       and once the pair has converged both hold them all (moment
+       `active`).
 
 Ends with the line `N cuts, R refused to start, L acknowledged writes lost,
 S stale`, a table per mode x moment and the seed. Exit 0 when R, L and S
@@ -87,6 +99,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 MODES = ["drop", "torn", "writeback"]
 MOMENTS = ["load", "checkpoint", "rotation", "removal", "checkpoint-file", "fresh",
            "shutdown", "optimize", "resync-standby", "resync-master", "pair"]
+PEER_MOMENTS = ["active"]   # --fsync peer only
 SINGLE_MOMENTS = {"load", "checkpoint", "rotation", "removal", "checkpoint-file",
                   "shutdown", "optimize"}
 
@@ -573,7 +586,10 @@ class CutResult:
         # nothing.
         if self.refused or self.errors or self.bad_stops or self.nan:
             return True
-        if fsync == "always":  # PC2, PC4; PC6 otherwise
+        # A lone server under -fsync peer runs the fallback: as always (PC2).
+        fallback = fsync == "peer" and (self.moment in SINGLE_MOMENTS or
+                                        self.moment == "fresh")
+        if fsync == "always" or fallback or self.moment == "active":  # PC2, PC4, PC7
             return bool(self.lost or self.stale or self.old_lost or self.old_stale)
         return False
 
@@ -1147,6 +1163,79 @@ class Runner:
             for m in mounts:
                 m.teardown(quiet=True)
 
+    def cycle_active(self, r, rng):
+        """PC7: a pair under -fsync peer; the active (sid 1) on crashfs, the
+        standby (sid 2) on a plain directory that never loses power. Once the
+        standby reports writes, the active is cut under load, and every write
+        it acknowledged is checked on the standby alone; then the active
+        restarts on what its disk kept and the pair converges."""
+        s = self.scenario("active", nbacking=2)
+        r.scenario = "%s#%d" % (s.name, s.cycles + 1)
+        s.cycles += 1
+        value_size = 300 if rng.random() < 0.35 else 10
+        seed = rng.getrandbits(63)
+        at = rng.uniform(0.3, LOAD_S - 0.3)
+        r.notes.append("crashfs seed %d, value size %d" % (seed, value_size))
+        procs = []
+        m = None
+        try:
+            m = self.mount(s, 0, seed, r.idx)
+            kurads = self.start_pair(s, r, [db_of(m.mnt), db_of(s.backings[1])], "mounted",
+                                     START_WAIT)
+            procs += kurads
+            if not all(k.alive() and answers_version(k.port) for k in kurads):
+                s.dead = s.failed = True
+                raise HarnessError("the pair did not start: " + " | ".join(
+                    tail(kurads[0].log_path, 5) + tail(kurads[1].log_path, 5)))
+            active, standby = kurads
+            # The standby links on its first report of a write (U11 ends).
+            mc_request(active.port, "set pc7:link 0 0 1\r\nx", [b"\r\n"])
+            if not wait_until(lambda: stats(active.port).get("kura_fsync_peers_live") == "1",
+                              CATCHUP_WAIT, 0.02):
+                raise HarnessError("the standby never reported a write: " +
+                                   " | ".join(tail(active.log_path, 5)))
+            ack = s.new_ack(r.idx, "a")
+            s.acks.append(ack)
+            bench = Bench(self.h, active.port, ack.path, ack.label + ":", LOAD_S, value_size,
+                          1000, self.log_path(s, r.idx, "bench")).start()
+            procs.append(bench)
+            sleep_until(bench.t0 + at)
+            st = stats(active.port)
+            m.cut(r.mode)
+            r.how = "active cut @%.2fs" % at
+            r.notes.append("before the cut: fallbacks %s, stalls %s, peers %s" % (
+                st.get("kura_fsync_peer_fallbacks"), st.get("kura_fsync_peer_stalls"),
+                st.get("kura_fsync_peers_live")))
+            self.crash([m], [active], r)
+            r.acked += bench.wait()
+            s.snapshot(r.idx)
+            # PC7: the standby alone holds every acknowledged write.
+            self.check_acks(s, r, [ack], [standby.port])
+            # The active comes back on the port the standby follows.
+            k2 = self.restart(s, r, "active-restart", db_of(s.backings[0]),
+                              lambda p: ["-sid", "1", "-mhost", "127.0.0.1", "-mport",
+                                         str(standby.port)], port=active.port)
+            if k2 is None:
+                return
+            procs.append(k2)
+            caught = True
+            for f, mm, name in ((standby.port, k2.port, "standby"),
+                                (k2.port, standby.port, "active")):
+                if not self.catch_up(f, mm, r, name):
+                    caught = False
+                    r.findings.append("%s log tail:\n%s" % (
+                        name, indented(tail(standby.log_path if f == standby.port
+                                            else k2.log_path, 15))))
+            # R6: the active got back from the standby what the cut took.
+            if caught:
+                self.check_acks(s, r, [ack], [standby.port, k2.port])
+            self.stop(k2, r)
+            self.stop(standby, r)
+        finally:
+            kill_all(procs)
+            if m is not None:
+                m.teardown(quiet=True)
+
     def start_pair(self, s, r, dbs, role, deadline, restart_result=None):
         """Starts two masters naming each other (-sid 1 and 2)."""
         for attempt in range(3):
@@ -1234,6 +1323,8 @@ class Runner:
                 self.cycle_resync_master(r, rng)
             elif moment == "pair":
                 self.cycle_pair(r, rng)
+            elif moment == "active":
+                self.cycle_active(r, rng)
         except HarnessError as e:
             r.errors.append(str(e))
             for s in self.scen.values():
@@ -1378,7 +1469,7 @@ def parse_args(argv):
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--moments", default=",".join(MOMENTS))
-    ap.add_argument("--fsync", default="always", choices=["always", "100", "never"])
+    ap.add_argument("--fsync", default="always", choices=["always", "100", "never", "peer"])
     ap.add_argument("--keep", action="store_true", help="keep temp dirs on failure")
     ap.add_argument("--budget", type=float, default=None,
                     help="stop starting new cuts after this many seconds")
@@ -1389,7 +1480,8 @@ def parse_args(argv):
     a = ap.parse_args(argv)
     a.modes = [x for x in a.modes.split(",") if x]
     a.moments = [x for x in a.moments.split(",") if x]
-    bad = [x for x in a.modes if x not in MODES] + [x for x in a.moments if x not in MOMENTS]
+    known = MOMENTS + (PEER_MOMENTS if a.fsync == "peer" else [])
+    bad = [x for x in a.modes if x not in MODES] + [x for x in a.moments if x not in known]
     if bad or not a.modes or not a.moments or a.cuts < 1 or a.scenario_cycles < 1:
         ap.error("bad --modes/--moments/--cuts: %s" % ",".join(bad))
     if a.seed is None:
