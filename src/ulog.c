@@ -1,7 +1,8 @@
 /*
- * ulog: segment files, group-commit appends, durability and checkpoints
- * (see ulog.h for the invariants U1-U12); readers are in ulog_reader.c,
- * the "peer" policy's rules in ulog_peer.c.
+ * ulog: opening and recovering the log, group-commit appends, durability
+ * and the sync thread (see ulog.h for the invariants U1-U12); segment
+ * files are in ulog_segment.c, checkpoints in ulog_checkpoint.c, readers
+ * in ulog_reader.c, the "peer" policy's rules in ulog_peer.c.
  */
 #include "ulog.h"
 #include "ulog_internal.h"
@@ -23,8 +24,6 @@
 #include "crc32c.h"
 #include "util.h"
 
-static const char magic[8] = {'K', 'U', 'R', 'A', 'U', 'L', 'O', 'G'};
-#define ULOG_VERSION 1
 /*
  * The active segment is written with zeros ahead of the append position
  * (PREPARE_STEP at a time, once less than PREPARE_LOW is left) and synced.
@@ -41,164 +40,6 @@ static const char magic[8] = {'K', 'U', 'R', 'A', 'U', 'L', 'O', 'G'};
 #define PREPARE_LOW ((uint64_t)4 << 20)
 #define PREPARE_CHUNK ((size_t)64 << 10)
 #define RESERVE_AHEAD ((uint64_t)1 << 20)
-
-/* ---------------------------------------------------------------- files */
-
-void
-ulog_seg_path(const char *dir, uint64_t no, char *out, size_t len)
-{
-    snprintf(out, len, "%s/%08" PRIu64 ".ulog", dir, no);
-}
-
-static void
-_encode_header(uint8_t h[ULOG_SEGMENT_HEADER], uint32_t sid,
-               const struct segment *s)
-{
-    memset(h, 0, ULOG_SEGMENT_HEADER);
-    memcpy(h, magic, 8);
-    h[8] = ULOG_VERSION;
-    for (int i = 0; i < 4; i++) {
-        h[12 + i] = (uint8_t)(sid >> (8 * i));
-    }
-    util_put_le64(h + 16, s->no);
-    util_put_le64(h + 24, s->base_lsn);
-    util_put_le64(h + 32, s->base_seq);
-    uint32_t crc = crc32c(0, h, 40);
-    for (int i = 0; i < 4; i++) {
-        h[40 + i] = (uint8_t)(crc >> (8 * i));
-    }
-}
-
-static bool
-_decode_header(const uint8_t h[ULOG_SEGMENT_HEADER], struct segment *s)
-{
-    uint32_t crc = (uint32_t)h[40] | (uint32_t)h[41] << 8 |
-                   (uint32_t)h[42] << 16 | (uint32_t)h[43] << 24;
-    if (memcmp(h, magic, 8) != 0 || h[8] != ULOG_VERSION ||
-        crc != crc32c(0, h, 40)) {
-        return false;
-    }
-    s->no = util_get_le64(h + 16);
-    s->base_lsn = util_get_le64(h + 24);
-    s->base_seq = util_get_le64(h + 32);
-    return true;
-}
-
-static int
-_read_full(int fd, void *buf, size_t len, uint64_t off)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t n = pread(fd, (char *)buf + got, len - got,
-                          (off_t)(off + got));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return -1;
-        }
-        got += (size_t)n;
-    }
-    return 0;
-}
-
-static int
-_write_full(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            return -1;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int
-_cmp_seg(const void *a, const void *b)
-{
-    const struct segment *x = a;
-    const struct segment *y = b;
-    return x->no < y->no ? -1 : x->no > y->no;
-}
-
-/* Lists and validates the segment headers in `dir`, sorted by number. */
-int
-ulog_scan_dir(const char *dir, struct segment **out, size_t *n, char *err,
-              size_t errlen)
-{
-    DIR *d = opendir(dir);
-    struct segment *segs = NULL;
-    size_t count = 0;
-    size_t cap = 0;
-
-    if (d == NULL) {
-        snprintf(err, errlen, "cannot read update log directory %s: %s", dir,
-                 strerror(errno));
-        return -1;
-    }
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        uint64_t no;
-        size_t len = strlen(e->d_name);
-        if (len != 13 || strcmp(e->d_name + 8, ".ulog") != 0 ||
-            !util_parse_uint(e->d_name, 8, UINT64_MAX, &no)) {
-            continue;
-        }
-        if (count == cap) {
-            cap = cap == 0 ? 16 : cap * 2;
-            struct segment *grown = realloc(segs, cap * sizeof(*segs));
-            if (grown == NULL) {
-                closedir(d);
-                free(segs);
-                snprintf(err, errlen, "out of memory");
-                return -1;
-            }
-            segs = grown;
-        }
-        memset(&segs[count], 0, sizeof(segs[count]));
-        segs[count].no = no;
-        count++;
-    }
-    closedir(d);
-    if (count > 1) {
-        qsort(segs, count, sizeof(*segs), _cmp_seg);
-    }
-    *out = segs;
-    *n = count;
-    return 0;
-}
-
-/* Reads header and size of segment `s` (its number is set). */
-int
-ulog_load_segment(const char *dir, struct segment *s)
-{
-    char path[PATH_MAX];
-    uint8_t h[ULOG_SEGMENT_HEADER];
-    struct stat st;
-    uint64_t no = s->no;
-
-    ulog_seg_path(dir, no, path, sizeof(path));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return -1;
-    }
-    int rc = -1;
-    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size >= ULOG_SEGMENT_HEADER &&
-        _read_full(fd, h, sizeof(h), 0) == 0 && _decode_header(h, s) &&
-        s->no == no) {
-        s->size = (uint64_t)st.st_size;
-        rc = 0;
-    }
-    close(fd);
-    return rc;
-}
 
 /* ------------------------------------------------------------ recovery */
 
@@ -336,7 +177,7 @@ _create_segment(struct ulog *u, uint64_t no, char *err, size_t errlen)
         snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
         return -1;
     }
-    _encode_header(h, u->o.sid, &s);
+    ulog_seg_encode_header(h, u->o.sid, &s);
     uint64_t room = ULOG_SEGMENT_HEADER + u->reserved;
     bool allocated = u->space_unsupported || u->reserved == 0 ||
                      _allocate(fd, ULOG_SEGMENT_HEADER, room) == 0;
@@ -344,7 +185,7 @@ _create_segment(struct ulog *u, uint64_t no, char *err, size_t errlen)
         u->space_unsupported = true;
         allocated = true;
     }
-    if (!allocated || _write_full(fd, h, sizeof(h)) != 0 ||
+    if (!allocated || util_write_all(fd, h, sizeof(h)) != 0 ||
         (u->o.fsync != ULOG_FSYNC_NEVER && fdatasync(fd) != 0) ||
         atomicfile_sync_dir(path) != 0) {
         int saved = errno;
@@ -395,7 +236,7 @@ _all_zero(int fd, uint64_t from, uint64_t to)
     uint8_t buf[65536];
     while (from < to) {
         size_t n = to - from < sizeof(buf) ? (size_t)(to - from) : sizeof(buf);
-        if (_read_full(fd, buf, n, from) != 0) {
+        if (ulog_read_full(fd, buf, n, from) != 0) {
             return false;
         }
         for (size_t i = 0; i < n; i++) {
@@ -1087,167 +928,6 @@ _sync_main(void *arg)
     return NULL;
 }
 
-/* ---------------------------------------------------------- checkpoints */
-
-/* Lowest lsn not yet applied by every appender, minus one. */
-static uint64_t
-_applied_lsn_locked(struct ulog *u)
-{
-    uint64_t lsn = u->last_lsn;
-    for (int i = 0; i < u->nslots; i++) {
-        if (u->inflight[i] != 0 && u->inflight[i] - 1 < lsn) {
-            lsn = u->inflight[i] - 1;
-        }
-    }
-    return lsn;
-}
-
-uint64_t
-ulog_applied_lsn(struct ulog *u)
-{
-    pthread_mutex_lock(&u->lock);
-    uint64_t lsn = _applied_lsn_locked(u);
-    pthread_mutex_unlock(&u->lock);
-    return lsn;
-}
-
-static void
-_purge(struct ulog *u)
-{
-    uint64_t acked = u->o.peers_acked != NULL ? u->o.peers_acked(u->o.arg)
-                                              : UINT64_MAX;
-    uint64_t removable[64];
-    int nremove = 0;
-
-    pthread_mutex_lock(&u->lock);
-    uint64_t keep_after = u->checkpoint_lsn < acked ? u->checkpoint_lsn
-                                                    : acked;
-    /* Segment i ends where segment i+1 begins (its base_lsn). */
-    while (u->nsegs > 1 && nremove < 64) {
-        uint64_t end = u->segs[1].base_lsn;
-        bool behind_checkpoint = end <= u->checkpoint_lsn;
-        bool everyone_has_it = end <= keep_after;
-        bool too_many = u->o.keep_segments > 0 &&
-                        u->nsegs > u->o.keep_segments + 1;
-        if (!behind_checkpoint || !(everyone_has_it || too_many)) {
-            break;
-        }
-        removable[nremove++] = u->segs[0].no;
-        memmove(u->segs, u->segs + 1, (u->nsegs - 1) * sizeof(*u->segs));
-        u->nsegs--;
-        u->purged++;
-    }
-    pthread_mutex_unlock(&u->lock);
-    char path[PATH_MAX];
-    for (int i = 0; i < nremove; i++) {
-        ulog_seg_path(u->o.dir, removable[i], path, sizeof(path));
-        if (unlink(path) != 0) {
-            log_warn(u->o.log, "ulog: cannot remove %s: %s", path,
-                     strerror(errno));
-        } else {
-            log_debug(u->o.log, "ulog: removed %s", path);
-        }
-    }
-    /* U8: removals land in order, so a cut never leaves a gap. */
-    if (nremove > 0 && atomicfile_sync_dir(path) != 0) {
-        log_limited(u->o.log, LOG_WARN, "ulog: cannot sync %s: %s", u->o.dir,
-                    strerror(errno));
-    }
-}
-
-enum ulog_status
-ulog_checkpoint(struct ulog *u)
-{
-    char path[PATH_MAX];
-    char text[128];
-
-    pthread_mutex_lock(&u->lock);
-    uint64_t lsn = _applied_lsn_locked(u);
-    uint64_t seq = lsn == u->last_lsn ? u->last_seq : 0;
-    uint64_t bytes = u->total_appended;
-    uint32_t salt = u->o.db_salt != NULL ? u->o.db_salt(u->o.arg) : 0;
-    /* A rebuilt database (a new salt) needs its own checkpoint even if
-     * the log has not moved: the old one's size means nothing for it. */
-    bool same = lsn == u->checkpoint_lsn && salt == u->checkpoint_db_salt;
-    /* A finished segment still holding changes that wait to be applied
-     * (txn.h T8) is covered by a retry a second later, not in 25 s. */
-    u->segment_done = u->nsegs > 1 && lsn < u->segs[u->nsegs - 1].base_lsn;
-    pthread_mutex_unlock(&u->lock);
-    if (!same) {
-        uint64_t started = util_mono_ms();
-        /* Read before the sync: growth from here on is the next one's. */
-        uint64_t db_size = u->o.db_size != NULL ? u->o.db_size(u->o.arg) : 0;
-        /* U4: the database is synced first, then the position recorded. */
-        if (u->o.sync_db != NULL && u->o.sync_db(u->o.arg) != 0) {
-            log_limited(u->o.log, LOG_ERROR,
-                        "ulog: checkpoint: cannot sync the database: %s",
-                        strerror(errno));
-            return ULOG_EIO;
-        }
-        snprintf(path, sizeof(path), "%s/checkpoint", u->o.dir);
-        int n = snprintf(text, sizeof(text), "checkpoint %" PRIu64 " %" PRIu64
-                         " %" PRIu64 " %" PRIu32 "\n", lsn, seq, db_size, salt);
-        if (atomicfile_write(path, text, (size_t)n) != 0) {
-            log_limited(u->o.log, LOG_ERROR, "ulog: cannot write %s: %s", path,
-                        strerror(errno));
-            return ULOG_EIO;
-        }
-        pthread_mutex_lock(&u->lock);
-        u->checkpoint_lsn = lsn;
-        u->checkpoint_db_salt = salt;
-        u->bytes_at_checkpoint = bytes;
-        u->db_at_checkpoint = db_size;
-        u->checkpoints++;
-        pthread_mutex_unlock(&u->lock);
-        log_debug(u->o.log, "ulog: checkpoint at lsn %" PRIu64 " took %" PRIu64
-                  " ms", lsn, util_mono_ms() - started);
-    }
-    _purge(u);
-    return ULOG_OK;
-}
-
-static void *
-_checkpoint_main(void *arg)
-{
-    struct ulog *u = arg;
-    uint64_t last = util_mono_ms();
-    util_thread_name("kura-checkpoint");
-
-    pthread_mutex_lock(&u->lock);
-    while (!u->stopping) {
-        struct timespec until;
-        util_deadline_ms(&until, 1000);
-        pthread_cond_timedwait(&u->cp_cond, &u->lock, &until);
-        if (u->stopping) {
-            break;
-        }
-        /* A finished segment is removed only behind a checkpoint. Not
-         * "while more than one segment exists": a peer holding an old
-         * one back would make the database be written back every
-         * second. */
-        bool due = util_mono_ms() - last >= u->o.checkpoint_ms ||
-                   u->total_appended - u->bytes_at_checkpoint >=
-                       u->o.checkpoint_bytes ||
-                   u->segment_done;
-        uint64_t grown_from = u->db_at_checkpoint;
-        pthread_mutex_unlock(&u->lock);
-        if (!due && u->o.db_size != NULL && u->o.checkpoint_growth > 0) {
-            uint64_t size = u->o.db_size(u->o.arg);
-            due = size > grown_from &&
-                  size - grown_from >= u->o.checkpoint_growth;
-        }
-        if (!due) {
-            pthread_mutex_lock(&u->lock);
-            continue;
-        }
-        ulog_checkpoint(u);
-        last = util_mono_ms();
-        pthread_mutex_lock(&u->lock);
-    }
-    pthread_mutex_unlock(&u->lock);
-    return NULL;
-}
-
 int
 ulog_start(struct ulog *u)
 {
@@ -1257,7 +937,7 @@ ulog_start(struct ulog *u)
     if (pthread_create(&u->sync_thread, NULL, _sync_main, u) != 0) {
         return -1;
     }
-    if (pthread_create(&u->cp_thread, NULL, _checkpoint_main, u) != 0) {
+    if (pthread_create(&u->cp_thread, NULL, ulog_checkpoint_main, u) != 0) {
         pthread_mutex_lock(&u->lock);
         u->stopping = true;
         pthread_cond_broadcast(&u->sync_cond);

@@ -98,6 +98,18 @@ void ulog_seg_path(const char *dir, uint64_t no, char *out, size_t len);
 int ulog_scan_dir(const char *dir, struct segment **out, size_t *n,
                   char *err, size_t errlen);
 
+/* Fills the ULOG_SEGMENT_HEADER bytes of `h` for segment `s` of server
+ * `sid` (magic, version, numbers, CRC32C). */
+void ulog_seg_encode_header(uint8_t h[ULOG_SEGMENT_HEADER], uint32_t sid,
+                            const struct segment *s);
+
+/* Reads exactly `len` bytes at `off` (pread, EINTR retried). Returns 0,
+ * or -1 on an error or end of file. */
+int ulog_read_full(int fd, void *buf, size_t len, uint64_t off);
+
+/* The checkpoint thread's body (ulog_checkpoint.c); `arg` is the ulog. */
+void *ulog_checkpoint_main(void *arg);
+
 /* Reads segment `s`'s header and size. Returns 0, or -1 if it is bad. */
 int ulog_load_segment(const char *dir, struct segment *s);
 
