@@ -270,7 +270,11 @@ _stats_settings(struct process_ctx *ctx, const struct proto_request *req,
     dbspec_format(&s->db, db, sizeof(db));
     ok = ok && reply_stat(out, req, "maxbytes", "%" PRIu64,
                           _disk_bytes(store_path(ctx->env->eng->store)));
-    ok = ok && reply_stat(out, req, "maxconns", "%u", s->maxconn);
+    /* The limit in force: -maxconn, lowered at start to what the
+     * descriptor limit allows (as stats' max_connections says). */
+    ok = ok && reply_stat(out, req, "maxconns", "%u",
+                          snap.max_connections > 0 ? snap.max_connections
+                                                   : s->maxconn);
     /* Over the limit a client is answered and closed at once. */
     ok = ok && reply_stat(out, req, "maxconns_fast", "yes");
     ok = ok && reply_stat(out, req, "verbosity", "%u", snap.verbosity);
