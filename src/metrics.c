@@ -172,7 +172,8 @@ static const struct _entry entries[] = {
     {"kura_writable", "kura_writable", METRICS_GAUGE, AS_IS,
      "1 while writes are accepted, 0 once a log failure refuses them.", NULL},
     {"kura_flush_applied_us", "kura_flush_applied_timestamp_seconds",
-     METRICS_GAUGE, MICRO, "Time of the last flush_all in effect (0: none).", NULL},
+     METRICS_GAUGE, MICRO, "Time of the last flush_all in effect (0: none).",
+     NULL},
     {"kura_flush_pending_us", "kura_flush_pending_timestamp_seconds",
      METRICS_GAUGE, MICRO, "Deadline of a delayed flush_all (0: none).", NULL},
     {"kura_tombstones_dropped", "kura_tombstones_dropped_total",
@@ -216,9 +217,11 @@ static const struct _entry entries[] = {
     {"kura_repl_master_sid", "kura_repl_master_sid", METRICS_GAUGE, AS_IS,
      "The master's replication id.", NULL},
     {"kura_repl_master_lag_seconds", "kura_repl_master_lag_seconds",
-     METRICS_GAUGE, AS_IS, "How far behind the master's log this server is.", NULL},
+     METRICS_GAUGE, AS_IS, "How far behind the master's log this server is.",
+     NULL},
     {"kura_repl_master_lag_records", "kura_repl_master_lag_records",
-     METRICS_GAUGE, AS_IS, "Records of the master's log not applied here.", NULL},
+     METRICS_GAUGE, AS_IS, "Records of the master's log not applied here.",
+     NULL},
     {"kura_repl_master_applied_lsn", "kura_repl_master_applied_lsn",
      METRICS_GAUGE, AS_IS, "Master position of the last change applied.", NULL},
     {"kura_repl_master_log_lsn", "kura_repl_master_log_lsn", METRICS_GAUGE,
@@ -253,7 +256,8 @@ static const struct _entry entries[] = {
     {PEER_TEMPLATE "sent", "kura_repl_peer_sent_total", METRICS_COUNTER,
      AS_IS, "Records sent to the peer.", NULL},
     {PEER_TEMPLATE "resyncs", "kura_repl_peer_resyncs_total",
-     METRICS_COUNTER, AS_IS, "Full resynchronisations served to the peer.", NULL},
+     METRICS_COUNTER, AS_IS, "Full resynchronisations served to the peer.",
+     NULL},
 };
 
 #define NENTRIES (sizeof(entries) / sizeof(entries[0]))

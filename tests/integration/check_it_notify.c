@@ -220,7 +220,8 @@ _write_keys(int port, int n)
         snprintf(req, sizeof(req), "set key%d 0 0 5 noreply\r\nvalue\r\n", i);
         ck_assert_int_eq(kc_sends(fd, req), 0);
     }
-    ck_assert(kc_check(fd, "get key0\r\n", "VALUE key0 0 5\r\nvalue\r\nEND\r\n"));
+    ck_assert(kc_check(fd, "get key0\r\n",
+                       "VALUE key0 0 5\r\nvalue\r\nEND\r\n"));
     close(fd);
 }
 
