@@ -43,7 +43,9 @@ _format(const char *figures)
     buf_init(&out);
     ck_assert(metrics_format(pairs, np, &out));
     ck_assert_uint_lt(buf_len(&out), sizeof(text));
-    memcpy(text, buf_head(&out), buf_len(&out));
+    if (buf_len(&out) > 0) { /* an empty buf has no storage */
+        memcpy(text, buf_head(&out), buf_len(&out));
+    }
     text[buf_len(&out)] = '\0';
     size_t r = buf_len(&out);
     buf_deinit(&out);
