@@ -1,5 +1,5 @@
 /*
- * metrics: kura_* figures in Prometheus' text format (see metrics.h). The
+ * metrics: `stats` figures in Prometheus' text format (see metrics.h). The
  * table below is the one place that says what each figure is; keep it in
  * the order of process_stats.c and doc/monitoring.md.
  */
@@ -17,124 +17,267 @@
 #define PEER_PREFIX "kura_repl_peer_"
 #define PEER_TEMPLATE PEER_PREFIX "<sid>_"
 
+/* How a sample's value is made from the figure's. */
+enum _derive {
+    AS_IS = 0,
+    MICRO,     /* microseconds in stats, seconds out (exact) */
+    MINUS_CAS, /* cmd_set less cas_hits, cas_misses and cas_badval */
+};
+
 struct _entry {
     const char *stat;   /* stats name; "<sid>" in a per-peer one */
     const char *metric; /* Prometheus name */
     enum metrics_type type;
-    bool micro;         /* microseconds in stats, seconds out */
+    enum _derive derive;
     const char *help;
+    const char *labels; /* fixed labels ("command=\"get\""), or NULL */
 };
 
+#define CMD(stat, command, status)                                          \
+    {stat, "memcached_commands_total", METRICS_COUNTER, AS_IS,              \
+     "Requests by command and status, as the memcached exporter counts "    \
+     "them.",                                                               \
+     "command=\"" command "\",status=\"" status "\""}
+
+/*
+ * memcached's figures keep the names the Prometheus memcached exporter
+ * gives them, so its dashboards and alerts work on kurad's own endpoint;
+ * the few it does not export get memcached_<name>. Entries of one metric
+ * are adjacent (one # HELP and # TYPE for them).
+ */
 static const struct _entry entries[] = {
-    {METRICS_UP, "kura_up", METRICS_GAUGE, false,
-     "Whether the collector read kurad's stats (1) or not (0)."},
-    {"kura_version", "kura_version_info", METRICS_INFO, false,
-     "kurad's version, as a label."},
-    {"kura_sid", "kura_sid", METRICS_GAUGE, false,
-     "This server's replication id (-sid)."},
-    {"kura_db_path", NULL, METRICS_SKIPPED, false, NULL},
-    {"kura_db_records", "kura_db_records", METRICS_GAUGE, false,
-     "Records in the database, tombstones included."},
-    {"kura_db_file_size", "kura_db_file_size_bytes", METRICS_GAUGE, false,
-     "Size of the database file."},
-    {"kura_db_bnum", "kura_db_bnum", METRICS_GAUGE, false,
-     "Hash buckets of the database file."},
-    {"kura_db_over_bnum", "kura_db_over_bnum", METRICS_GAUGE, false,
-     "1 once the records outgrew the buckets (run kura optimize)."},
+    {"pid", NULL, METRICS_SKIPPED, AS_IS, NULL, NULL},
+    {"uptime", "memcached_uptime_seconds", METRICS_GAUGE, AS_IS,
+     "Seconds since the server started.", NULL},
+    {"time", "memcached_time_seconds", METRICS_GAUGE, AS_IS,
+     "The server's clock (Unix time).", NULL},
+    {"version", "memcached_version", METRICS_INFO, AS_IS,
+     "The version the server gives memcached clients, as a label.", NULL},
+    {"pointer_size", NULL, METRICS_SKIPPED, AS_IS, NULL, NULL},
+    {"rusage_user", "memcached_process_user_cpu_seconds_total",
+     METRICS_COUNTER, AS_IS, "User CPU time of the server process.", NULL},
+    {"rusage_system", "memcached_process_system_cpu_seconds_total",
+     METRICS_COUNTER, AS_IS, "System CPU time of the server process.", NULL},
+    {"max_connections", "memcached_max_connections", METRICS_GAUGE, AS_IS,
+     "Client connections allowed (-maxconn).", NULL},
+    {"curr_connections", "memcached_current_connections", METRICS_GAUGE,
+     AS_IS, "Open client connections.", NULL},
+    {"total_connections", "memcached_connections_total", METRICS_COUNTER,
+     AS_IS, "Connections accepted since the server started.", NULL},
+    {"rejected_connections", "memcached_connections_rejected_total",
+     METRICS_COUNTER, AS_IS, "Connections refused over -maxconn.", NULL},
+    {"connection_structures", "memcached_connection_structures",
+     METRICS_GAUGE, AS_IS, "Connection structures allocated.", NULL},
+    {"cmd_get", "memcached_cmd_get_total", METRICS_COUNTER, AS_IS,
+     "Keys asked for by get requests.", NULL},
+    CMD("get_hits", "get", "hit"),
+    CMD("get_misses", "get", "miss"),
+    {"cmd_set", "memcached_commands_total", METRICS_COUNTER, MINUS_CAS, NULL,
+     "command=\"set\",status=\"hit\""},
+    CMD("cmd_flush", "flush", "hit"),
+    CMD("delete_hits", "delete", "hit"),
+    CMD("delete_misses", "delete", "miss"),
+    CMD("incr_hits", "incr", "hit"),
+    CMD("incr_misses", "incr", "miss"),
+    CMD("decr_hits", "decr", "hit"),
+    CMD("decr_misses", "decr", "miss"),
+    CMD("cas_hits", "cas", "hit"),
+    CMD("cas_misses", "cas", "miss"),
+    CMD("cas_badval", "cas", "badval"),
+    CMD("touch_hits", "touch", "hit"),
+    CMD("touch_misses", "touch", "miss"),
+    {"cmd_touch", "memcached_cmd_touch_total", METRICS_COUNTER, AS_IS,
+     "Touch requests.", NULL},
+    {"cmd_meta", "memcached_cmd_meta_total", METRICS_COUNTER, AS_IS,
+     "Meta protocol requests.", NULL},
+    {"get_expired", "memcached_get_expired_total", METRICS_COUNTER, AS_IS,
+     "Gets that found an expired item.", NULL},
+    {"get_flushed", "memcached_get_flushed_total", METRICS_COUNTER, AS_IS,
+     "Gets that found an item invalidated by flush_all.", NULL},
+    {"store_too_large", "memcached_item_too_large_total", METRICS_COUNTER,
+     AS_IS, "Stores refused as larger than -itemmax.", NULL},
+    {"store_no_memory", "memcached_item_no_memory_total", METRICS_COUNTER,
+     AS_IS, "Stores refused for want of memory.", NULL},
+    {"auth_cmds", "memcached_auth_commands_total", METRICS_COUNTER, AS_IS,
+     "Authentication attempts.", NULL},
+    {"auth_errors", "memcached_auth_errors_total", METRICS_COUNTER, AS_IS,
+     "Failed authentication attempts.", NULL},
+    {"bytes_read", "memcached_read_bytes_total", METRICS_COUNTER, AS_IS,
+     "Bytes read from clients.", NULL},
+    {"bytes_written", "memcached_written_bytes_total", METRICS_COUNTER,
+     AS_IS, "Bytes sent to clients.", NULL},
+    {"limit_maxbytes", "memcached_limit_bytes", METRICS_GAUGE, AS_IS,
+     "Size of the file system holding the database.", NULL},
+    {"accepting_conns", "memcached_accepting_connections", METRICS_GAUGE,
+     AS_IS, "1 while the server accepts connections.", NULL},
+    {"listen_disabled_num", "memcached_connections_listener_disabled_total",
+     METRICS_COUNTER, AS_IS,
+     "Times the listener was paused at the connection limit.", NULL},
+    {"time_in_listen_disabled_us",
+     "memcached_connections_listener_disabled_seconds_total",
+     METRICS_COUNTER, MICRO, "Time the listener spent paused.", NULL},
+    {"threads", "memcached_threads", METRICS_GAUGE, AS_IS,
+     "Worker threads (-thnum).", NULL},
+    {"conn_yields", "memcached_connections_yielded_total", METRICS_COUNTER,
+     AS_IS, "Times a busy connection yielded to others.", NULL},
+    {"hash_power_level", "memcached_hash_power_level", METRICS_GAUGE, AS_IS,
+     "Log2 of the database's bucket count, rounded up.", NULL},
+    {"hash_bytes", "memcached_hash_bytes", METRICS_GAUGE, AS_IS,
+     "Bytes of the database's bucket array.", NULL},
+    {"hash_is_expanding", "memcached_hash_is_expanding", METRICS_GAUGE,
+     AS_IS, "Always 0: the bucket array grows only by kura optimize.", NULL},
+    {"idle_kicks", "memcached_connections_idle_kicked_total",
+     METRICS_COUNTER, AS_IS, "Connections closed as idle (-tout).", NULL},
+    {"bytes", "memcached_current_bytes", METRICS_GAUGE, AS_IS,
+     "Bytes of the stored keys and values.", NULL},
+    {"curr_items", "memcached_current_items", METRICS_GAUGE, AS_IS,
+     "Items stored.", NULL},
+    {"total_items", "memcached_items_total", METRICS_COUNTER, AS_IS,
+     "Items stored since the server started.", NULL},
+    {"evictions", "memcached_items_evicted_total", METRICS_COUNTER, AS_IS,
+     "Always 0: kurad never evicts.", NULL},
+    {"reclaimed", "memcached_items_reclaimed_total", METRICS_COUNTER, AS_IS,
+     "Expired items whose space was reused.", NULL},
+    {"expired_unfetched", "memcached_items_expired_unfetched_total",
+     METRICS_COUNTER, AS_IS, "Expired items never fetched.", NULL},
+    {"evicted_unfetched", "memcached_items_evicted_unfetched_total",
+     METRICS_COUNTER, AS_IS, "Always 0: kurad never evicts.", NULL},
+    {"evicted_active", "memcached_items_evicted_active_total",
+     METRICS_COUNTER, AS_IS, "Always 0: kurad never evicts.", NULL},
+    {"lrutail_reflocked", "memcached_lrutail_reflocked_total",
+     METRICS_COUNTER, AS_IS, "Always 0: kurad keeps no LRU.", NULL},
+    {METRICS_UP, "kura_up", METRICS_GAUGE, AS_IS,
+     "Whether the collector read kurad's stats (1) or not (0).", NULL},
+    {"kura_version", "kura_version_info", METRICS_INFO, AS_IS,
+     "kurad's version, as a label.", NULL},
+    {"kura_sid", "kura_sid", METRICS_GAUGE, AS_IS,
+     "This server's replication id (-sid).", NULL},
+    {"kura_db_path", NULL, METRICS_SKIPPED, AS_IS, NULL, NULL},
+    {"kura_db_records", "kura_db_records", METRICS_GAUGE, AS_IS,
+     "Records in the database, tombstones included.", NULL},
+    {"kura_db_file_size", "kura_db_file_size_bytes", METRICS_GAUGE, AS_IS,
+     "Size of the database file.", NULL},
+    {"kura_db_bnum", "kura_db_bnum", METRICS_GAUGE, AS_IS,
+     "Hash buckets of the database file.", NULL},
+    {"kura_db_over_bnum", "kura_db_over_bnum", METRICS_GAUGE, AS_IS,
+     "1 once the records outgrew the buckets (run kura optimize).", NULL},
     {"kura_db_damage_seen", "kura_db_damage_seen_total", METRICS_COUNTER,
-     false, "Damaged database pages met while serving."},
-    {"kura_db_damage_offset", "kura_db_damage_offset", METRICS_GAUGE, false,
-     "File offset of the last damage met (0: none)."},
+     AS_IS, "Damaged database pages met while serving.", NULL},
+    {"kura_db_damage_offset", "kura_db_damage_offset", METRICS_GAUGE, AS_IS,
+     "File offset of the last damage met (0: none).", NULL},
     {"kura_group_commits", "kura_group_commits_total", METRICS_COUNTER,
-     false, "Group commits of the write path."},
+     AS_IS, "Group commits of the write path.", NULL},
     {"kura_early_commits", "kura_early_commits_total", METRICS_COUNTER,
-     false, "Group commits made before the end of a worker's pass."},
-    {"kura_writable", "kura_writable", METRICS_GAUGE, false,
+     AS_IS, "Group commits made before the end of a worker's pass.", NULL},
+    {"kura_writable", "kura_writable", METRICS_GAUGE, AS_IS,
      "1 while writes are accepted; 0 while a log failure, a full disk or "
-     "-mask refuses them."},
+     "-mask refuses them.", NULL},
     {"kura_flush_applied_us", "kura_flush_applied_timestamp_seconds",
-     METRICS_GAUGE, true, "Time of the last flush_all in effect (0: none)."},
+     METRICS_GAUGE, MICRO, "Time of the last flush_all in effect (0: none).",
+     NULL},
     {"kura_flush_pending_us", "kura_flush_pending_timestamp_seconds",
-     METRICS_GAUGE, true, "Deadline of a delayed flush_all (0: none)."},
+     METRICS_GAUGE, MICRO, "Deadline of a delayed flush_all (0: none).", NULL},
     {"kura_tombstones_dropped", "kura_tombstones_dropped_total",
-     METRICS_COUNTER, false, "Delete tombstones removed once obsolete."},
-    {"kura_cmd_denied", "kura_cmd_denied_total", METRICS_COUNTER, false,
-     "Commands refused by -mask."},
-    {"kura_write_errors", "kura_write_errors_total", METRICS_COUNTER, false,
-     "Writes refused with SERVER_ERROR (log failure, full disk)."},
-    {"kura_ulog_segments", "kura_ulog_segments", METRICS_GAUGE, false,
-     "Update log segments on disk."},
-    {"kura_ulog_bytes", "kura_ulog_bytes", METRICS_GAUGE, false,
-     "Bytes of update log on disk."},
-    {"kura_ulog_last_lsn", "kura_ulog_last_lsn", METRICS_GAUGE, false,
-     "Position (microsecond timestamp) of the last record logged."},
-    {"kura_ulog_last_seq", "kura_ulog_last_seq", METRICS_GAUGE, false,
-     "Sequence number of the last record logged."},
-    {"kura_ulog_durable_lsn", "kura_ulog_durable_lsn", METRICS_GAUGE, false,
-     "Position of the last record known to be on disk."},
+     METRICS_COUNTER, AS_IS, "Delete tombstones removed once obsolete.", NULL},
+    {"kura_cmd_denied", "kura_cmd_denied_total", METRICS_COUNTER, AS_IS,
+     "Commands refused by -mask.", NULL},
+    {"kura_write_errors", "kura_write_errors_total", METRICS_COUNTER, AS_IS,
+     "Writes refused with SERVER_ERROR (log failure, full disk).", NULL},
+    {"kura_ulog_segments", "kura_ulog_segments", METRICS_GAUGE, AS_IS,
+     "Update log segments on disk.", NULL},
+    {"kura_ulog_bytes", "kura_ulog_bytes", METRICS_GAUGE, AS_IS,
+     "Bytes of update log on disk.", NULL},
+    {"kura_ulog_last_lsn", "kura_ulog_last_lsn", METRICS_GAUGE, AS_IS,
+     "Position (microsecond timestamp) of the last record logged.", NULL},
+    {"kura_ulog_last_seq", "kura_ulog_last_seq", METRICS_GAUGE, AS_IS,
+     "Sequence number of the last record logged.", NULL},
+    {"kura_ulog_durable_lsn", "kura_ulog_durable_lsn", METRICS_GAUGE, AS_IS,
+     "Position of the last record known to be on disk.", NULL},
     {"kura_ulog_checkpoint_lsn", "kura_ulog_checkpoint_lsn", METRICS_GAUGE,
-     false, "Position the database held at the last checkpoint."},
-    {"kura_ulog_oldest_lsn", "kura_ulog_oldest_lsn", METRICS_GAUGE, false,
-     "Position of the oldest record still on disk."},
+     AS_IS, "Position the database held at the last checkpoint.", NULL},
+    {"kura_ulog_oldest_lsn", "kura_ulog_oldest_lsn", METRICS_GAUGE, AS_IS,
+     "Position of the oldest record still on disk.", NULL},
     {"kura_ulog_group_writes", "kura_ulog_group_writes_total",
-     METRICS_COUNTER, false, "write(2) calls appending record groups."},
-    {"kura_ulog_records", "kura_ulog_records_total", METRICS_COUNTER, false,
-     "Records appended to the update log."},
-    {"kura_ulog_syncs", "kura_ulog_syncs_total", METRICS_COUNTER, false,
-     "fdatasync calls on the update log."},
+     METRICS_COUNTER, AS_IS, "write(2) calls appending record groups.", NULL},
+    {"kura_ulog_records", "kura_ulog_records_total", METRICS_COUNTER, AS_IS,
+     "Records appended to the update log.", NULL},
+    {"kura_ulog_syncs", "kura_ulog_syncs_total", METRICS_COUNTER, AS_IS,
+     "fdatasync calls on the update log.", NULL},
     {"kura_ulog_sync_us", "kura_ulog_sync_seconds_total", METRICS_COUNTER,
-     true, "Time spent in the update log's fdatasync calls."},
+     MICRO, "Time spent in the update log's fdatasync calls.", NULL},
     {"kura_ulog_checkpoints", "kura_ulog_checkpoints_total", METRICS_COUNTER,
-     false, "Checkpoints made."},
+     AS_IS, "Checkpoints made.", NULL},
     {"kura_ulog_segments_removed", "kura_ulog_segments_removed_total",
-     METRICS_COUNTER, false, "Update log segments removed by retention."},
+     METRICS_COUNTER, AS_IS, "Update log segments removed by retention.", NULL},
     {"kura_ulog_prepared_bytes", "kura_ulog_prepared_bytes", METRICS_GAUGE,
-     false, "Log space zero-filled and synced ahead of the writes."},
-    {"kura_ulog_failed", "kura_ulog_failed", METRICS_GAUGE, false,
-     "1 once the update log failed (writes are refused)."},
+     AS_IS, "Log space zero-filled and synced ahead of the writes.", NULL},
+    {"kura_ulog_failed", "kura_ulog_failed", METRICS_GAUGE, AS_IS,
+     "1 once the update log failed (writes are refused).", NULL},
+    {"kura_fsync_policy", NULL, METRICS_SKIPPED, AS_IS, NULL, NULL},
+    {"kura_fsync_peer_fallback", "kura_fsync_peer_fallback", METRICS_GAUGE,
+     AS_IS, "-fsync peer: 1 while no peer reports writes and every group "
+     "commit is synced locally, as under -fsync always.", NULL},
+    {"kura_fsync_peer_fallbacks", "kura_fsync_peer_fallbacks_total",
+     METRICS_COUNTER, AS_IS, "-fsync peer: times the fallback began.", NULL},
+    {"kura_fsync_peers_live", "kura_fsync_peers_live", METRICS_GAUGE, AS_IS,
+     "-fsync peer: peers reporting what they have written.", NULL},
+    {"kura_fsync_peer_stalls", "kura_fsync_peer_stalls_total",
+     METRICS_COUNTER, AS_IS, "-fsync peer: waits answered by the local sync "
+     "because a connected peer said nothing for N ms.", NULL},
+    {"kura_ulog_peer_written_lsn", "kura_ulog_peer_written_lsn",
+     METRICS_GAUGE, AS_IS, "-fsync peer: the last position a peer reported "
+     "written to its own log.", NULL},
+    {"kura_ulog_fdatasynced_lsn", "kura_ulog_fdatasynced_lsn", METRICS_GAUGE,
+     AS_IS, "The last position this server's own fdatasync covered.", NULL},
     {"kura_repl_master_connected", "kura_repl_master_connected",
-     METRICS_GAUGE, false, "1 while connected to the master (-mhost)."},
-    {"kura_repl_master_sid", "kura_repl_master_sid", METRICS_GAUGE, false,
-     "The master's replication id."},
+     METRICS_GAUGE, AS_IS, "1 while connected to the master (-mhost).", NULL},
+    {"kura_repl_master_sid", "kura_repl_master_sid", METRICS_GAUGE, AS_IS,
+     "The master's replication id.", NULL},
     {"kura_repl_master_lag_seconds", "kura_repl_master_lag_seconds",
-     METRICS_GAUGE, false, "How far behind the master's log this server is."},
+     METRICS_GAUGE, AS_IS, "How far behind the master's log this server is.",
+     NULL},
     {"kura_repl_master_lag_records", "kura_repl_master_lag_records",
-     METRICS_GAUGE, false, "Records of the master's log not applied here."},
+     METRICS_GAUGE, AS_IS, "Records of the master's log not applied here.",
+     NULL},
     {"kura_repl_master_applied_lsn", "kura_repl_master_applied_lsn",
-     METRICS_GAUGE, false, "Master position of the last change applied."},
+     METRICS_GAUGE, AS_IS, "Master position of the last change applied.", NULL},
     {"kura_repl_master_log_lsn", "kura_repl_master_log_lsn", METRICS_GAUGE,
-     false, "The master's last position, as last heard."},
+     AS_IS, "The master's last position, as last heard.", NULL},
     {"kura_repl_master_received", "kura_repl_master_received_total",
-     METRICS_COUNTER, false, "Records received from the master."},
+     METRICS_COUNTER, AS_IS, "Records received from the master.", NULL},
     {"kura_repl_master_applied", "kura_repl_master_applied_total",
-     METRICS_COUNTER, false, "Records from the master applied here."},
+     METRICS_COUNTER, AS_IS, "Records from the master applied here.", NULL},
     {"kura_repl_master_resyncs", "kura_repl_master_resyncs_total",
-     METRICS_COUNTER, false, "Full resynchronisations from the master."},
+     METRICS_COUNTER, AS_IS, "Full resynchronisations from the master.", NULL},
     {"kura_repl_master_connects", "kura_repl_master_connects_total",
-     METRICS_COUNTER, false, "Connections made to the master."},
+     METRICS_COUNTER, AS_IS, "Connections made to the master.", NULL},
+    {"kura_repl_master_wacks", "kura_repl_master_wacks_total",
+     METRICS_COUNTER, AS_IS, "-fsync peer: positions reported written to "
+     "the master.", NULL},
     {"kura_repl_master_delay_p50_us", "kura_repl_master_delay_p50_seconds",
-     METRICS_GAUGE, true,
-     "Median delay from a change on the master to its application here."},
+     METRICS_GAUGE, MICRO,
+     "Median delay from a change on the master to its application here.", NULL},
     {"kura_repl_master_delay_p99_us", "kura_repl_master_delay_p99_seconds",
-     METRICS_GAUGE, true,
-     "99th percentile of the same delay."},
+     METRICS_GAUGE, MICRO,
+     "99th percentile of the same delay.", NULL},
     {"kura_repl_master_delay_max_us", "kura_repl_master_delay_max_seconds",
-     METRICS_GAUGE, true, "Largest such delay."},
-    {"kura_repl_peers", "kura_repl_peers", METRICS_GAUGE, false,
-     "Peers pulling this server's log."},
+     METRICS_GAUGE, MICRO, "Largest such delay.", NULL},
+    {"kura_repl_peers", "kura_repl_peers", METRICS_GAUGE, AS_IS,
+     "Peers pulling this server's log.", NULL},
     {PEER_TEMPLATE "connected", "kura_repl_peer_connected", METRICS_GAUGE,
-     false, "1 while the peer is connected."},
+     AS_IS, "1 while the peer is connected.", NULL},
     {PEER_TEMPLATE "acked_lsn", "kura_repl_peer_acked_lsn", METRICS_GAUGE,
-     false, "Last position the peer made durable."},
+     AS_IS, "Last position the peer made durable.", NULL},
     {PEER_TEMPLATE "lag_records", "kura_repl_peer_lag_records",
-     METRICS_GAUGE, false, "Records the peer has not acknowledged."},
+     METRICS_GAUGE, AS_IS, "Records the peer has not acknowledged.", NULL},
     {PEER_TEMPLATE "lag_seconds", "kura_repl_peer_lag_seconds",
-     METRICS_GAUGE, false,
-     "Age of the oldest change the peer has not acknowledged."},
+     METRICS_GAUGE, AS_IS,
+     "Age of the oldest change the peer has not acknowledged.", NULL},
     {PEER_TEMPLATE "sent", "kura_repl_peer_sent_total", METRICS_COUNTER,
-     false, "Records sent to the peer."},
+     AS_IS, "Records sent to the peer.", NULL},
     {PEER_TEMPLATE "resyncs", "kura_repl_peer_resyncs_total",
-     METRICS_COUNTER, false, "Full resynchronisations served to the peer."},
+     METRICS_COUNTER, AS_IS, "Full resynchronisations served to the peer.",
+     NULL},
 };
 
 #define NENTRIES (sizeof(entries) / sizeof(entries[0]))
@@ -221,15 +364,15 @@ _classify(const struct metrics_pair *p)
     struct _class c = {-2, NULL, 0};
     size_t plen = strlen(PEER_PREFIX);
 
-    if (p->name_len < 5 || memcmp(p->name, "kura_", 5) != 0) {
-        return c;
-    }
     for (size_t i = 0; i < NENTRIES; i++) {
         if (!_is_peer(&entries[i]) &&
             _eq(p->name, p->name_len, entries[i].stat)) {
             c.entry = entries[i].type == METRICS_SKIPPED ? -2 : (int)i;
             return c;
         }
+    }
+    if (p->name_len < 5 || memcmp(p->name, "kura_", 5) != 0) {
+        return c; /* not kura's, not known: left out */
     }
     /* kura_repl_peer_<sid>_<field> */
     if (p->name_len > plen && memcmp(p->name, PEER_PREFIX, plen) == 0) {
@@ -293,26 +436,54 @@ _put_label_value(struct buf *out, const char *s, size_t len)
 static bool
 _valid(const struct _entry *e, const struct metrics_pair *p)
 {
-    uint64_t us;
+    uint64_t u;
     if (e->type == METRICS_INFO) {
         return p->value_len > 0;
     }
-    if (e->micro) {
-        return util_parse_uint(p->value, p->value_len, UINT64_MAX, &us);
+    if (e->derive != AS_IS) {
+        return util_parse_uint(p->value, p->value_len, UINT64_MAX, &u);
     }
     return _is_decimal(p->value, p->value_len);
+}
+
+/* The unsigned value of the figure `name` among `pairs`; 0 if absent. */
+static uint64_t
+_figure(const struct metrics_pair *pairs, size_t n, const char *name)
+{
+    uint64_t v = 0;
+    for (size_t j = 0; j < n; j++) {
+        if (_eq(pairs[j].name, pairs[j].name_len, name) &&
+            util_parse_uint(pairs[j].value, pairs[j].value_len, UINT64_MAX,
+                            &v)) {
+            return v;
+        }
+    }
+    return 0;
 }
 
 /* Appends " <value>\n" for a valid `p` of entry `e`. */
 static bool
 _put_value(struct buf *out, const struct _entry *e,
-           const struct metrics_pair *p)
+           const struct metrics_pair *p, const struct metrics_pair *pairs,
+           size_t n)
 {
-    if (e->micro) {
-        uint64_t us = 0;
-        util_parse_uint(p->value, p->value_len, UINT64_MAX, &us);
-        return _put(out, " %" PRIu64 ".%06" PRIu64 "\n", us / 1000000,
-                    us % 1000000);
+    uint64_t v = 0;
+    switch (e->derive) {
+    case MICRO:
+        util_parse_uint(p->value, p->value_len, UINT64_MAX, &v);
+        return _put(out, " %" PRIu64 ".%06" PRIu64 "\n", v / 1000000,
+                    v % 1000000);
+    case MINUS_CAS: {
+        /* memcached counts a cas in cmd_set too; the exporter's "set"
+         * is the sets that were not a cas. */
+        uint64_t cas = _figure(pairs, n, "cas_hits") +
+                       _figure(pairs, n, "cas_misses") +
+                       _figure(pairs, n, "cas_badval");
+        util_parse_uint(p->value, p->value_len, UINT64_MAX, &v);
+        return _put(out, " %" PRIu64 "\n", v > cas ? v - cas : 0);
+    }
+    case AS_IS:
+        break;
     }
     return buf_append(out, " ", 1, METRICS_OUT_MAX) &&
            buf_append(out, p->value, p->value_len, METRICS_OUT_MAX) &&
@@ -330,14 +501,28 @@ _type_name(enum metrics_type t)
     }
 }
 
-/* Writes the samples of table entry `i` among `pairs`, with its header
- * before the first of them. */
+/* The help of metric `m`: that of its first entry in the table. */
+static const char *
+_help_of(const char *m)
+{
+    for (size_t i = 0; i < NENTRIES; i++) {
+        if (entries[i].metric != NULL && strcmp(entries[i].metric, m) == 0 &&
+            entries[i].help != NULL) {
+            return entries[i].help;
+        }
+    }
+    return "";
+}
+
+/* Writes the samples of table entry `i` among `pairs`, with its metric's
+ * header before the first sample of that metric (`*last` is the metric
+ * whose header was written last). */
 static bool
 _put_entry(size_t i, const struct metrics_pair *pairs,
-           const struct _class *cls, size_t n, struct buf *out)
+           const struct _class *cls, size_t n, struct buf *out,
+           const char **last)
 {
     const struct _entry *e = &entries[i];
-    bool header = false;
     bool ok = true;
 
     for (size_t j = 0; ok && j < n; j++) {
@@ -358,10 +543,10 @@ _put_entry(size_t i, const struct metrics_pair *pairs,
         if (!_valid(e, p)) {
             continue;
         }
-        if (!header) {
-            ok = _put(out, "# HELP %s %s\n# TYPE %s %s\n", e->metric, e->help,
-                      e->metric, _type_name(e->type));
-            header = true;
+        if (*last == NULL || strcmp(*last, e->metric) != 0) {
+            ok = _put(out, "# HELP %s %s\n# TYPE %s %s\n", e->metric,
+                      _help_of(e->metric), e->metric, _type_name(e->type));
+            *last = e->metric;
         }
         ok = ok && _put(out, "%s", e->metric);
         if (e->type == METRICS_INFO) {
@@ -370,11 +555,13 @@ _put_entry(size_t i, const struct metrics_pair *pairs,
                  _put(out, "\"} 1\n");
             continue;
         }
-        if (cls[j].sid_len > 0) {
+        if (e->labels != NULL) {
+            ok = ok && _put(out, "{%s}", e->labels);
+        } else if (cls[j].sid_len > 0) {
             ok = ok && _put(out, "{sid=\"%.*s\"}", (int)cls[j].sid_len,
                             cls[j].sid);
         }
-        ok = ok && _put_value(out, e, p);
+        ok = ok && _put_value(out, e, p, pairs, n);
     }
     return ok;
 }
@@ -383,6 +570,7 @@ bool
 metrics_format(const struct metrics_pair *pairs, size_t n, struct buf *out)
 {
     struct _class *cls = n > 0 ? malloc(n * sizeof(*cls)) : NULL;
+    const char *last = NULL;
     bool ok = true;
 
     if (n > 0 && cls == NULL) {
@@ -393,7 +581,7 @@ metrics_format(const struct metrics_pair *pairs, size_t n, struct buf *out)
     }
     for (size_t i = 0; ok && i < NENTRIES; i++) {
         if (entries[i].type != METRICS_SKIPPED) {
-            ok = _put_entry(i, pairs, cls, n, out);
+            ok = _put_entry(i, pairs, cls, n, out, &last);
         }
     }
     /* Figures the table does not know yet, each under its own name. */
@@ -484,6 +672,6 @@ metrics_entry(size_t i, const char **stats_name, const char **metric,
     *stats_name = entries[i].stat;
     *metric = entries[i].metric;
     *type = entries[i].type;
-    *help = entries[i].help;
+    *help = entries[i].metric != NULL ? _help_of(entries[i].metric) : NULL;
     return true;
 }

@@ -1,24 +1,32 @@
 /*
- * metrics: kurad's own figures (the kura_* lines of `stats`) in
- * Prometheus' text exposition format, version 0.0.4.
+ * metrics: the figures of `stats`, memcached's and kurad's own (kura_*),
+ * in Prometheus' text exposition format, version 0.0.4.
  *
  * Pure: no I/O, no state, no locks; any thread may call it. `kura stats
- * --prometheus` feeds it the STAT lines it read from kurad, and an HTTP
- * /-/metrics endpoint in kurad can feed it the same lines, so both serve
- * the same text.
+ * --prometheus` feeds it the STAT lines it read from kurad, and kurad's
+ * HTTP endpoint GET /-/metrics feeds it the same lines, so both serve the
+ * same text.
  *
- * What it owns is the table of figures: for each kura_* name, its type
+ * What it owns is the table of figures: for each stats name, its type
  * (counter or gauge), the metric's name and its help text. The rules:
  *
- * - Counters are named <name>_total, gauges keep their name.
+ * - memcached's figures (curr_items, get_hits, ...) take the names and
+ *   labels the Prometheus memcached exporter gives them
+ *   (memcached_current_items, memcached_commands_total{command="get",
+ *   status="hit"}, ...), so what is written for that exporter works on
+ *   kurad's endpoint too; as the exporter does, the "set" command counts
+ *   cmd_set less the cas requests memcached includes in it. The few
+ *   figures the exporter lacks are memcached_<name>[_total].
+ * - kurad's counters are named <name>_total, its gauges keep their name.
  * - Microsecond figures (*_us) are given in seconds (*_seconds); the
  *   conversion is exact (integer arithmetic).
  * - A per-peer figure, kura_repl_peer_<sid>_<field>, becomes one metric per
  *   field with the sid as a label: kura_repl_peer_lag_seconds{sid="2"}.
- * - kura_version becomes kura_version_info{version="..."} 1.
- * - Names outside kura_* (memcached's own figures, which the memcached
- *   exporter serves) are left out, as are values that are not decimal
- *   numbers (kura_db_path).
+ * - kura_version becomes kura_version_info{version="..."} 1, version
+ *   memcached_version{version="..."} 1.
+ * - Values that are not decimal numbers (kura_db_path) and figures that
+ *   are not measurements (pid, pointer_size) are left out, as are names
+ *   outside kura_* that the table does not know.
  * - A kura_* figure that is not in the table (one added to `stats` since)
  *   is written as "untyped" under its own name rather than dropped; the
  *   tests keep the table complete.

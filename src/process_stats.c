@@ -19,6 +19,7 @@
 
 #include "cmdmask.h"
 #include "config.h"
+#include "metrics.h"
 #include "snapshot.h"
 #include "util.h"
 
@@ -309,7 +310,11 @@ _stats_settings(struct process_ctx *ctx, const struct proto_request *req,
     dbspec_format(&s->db, db, sizeof(db));
     ok = ok && reply_stat(out, req, "maxbytes", "%" PRIu64,
                           _disk_bytes(store_path(ctx->env->eng->store)));
-    ok = ok && reply_stat(out, req, "maxconns", "%u", s->maxconn);
+    /* The limit in force: -maxconn, lowered at start to what the
+     * descriptor limit allows (as stats' max_connections says). */
+    ok = ok && reply_stat(out, req, "maxconns", "%u",
+                          snap.max_connections > 0 ? snap.max_connections
+                                                   : s->maxconn);
     /* Over the limit a client is answered and closed at once. */
     ok = ok && reply_stat(out, req, "maxconns_fast", "yes");
     ok = ok && reply_stat(out, req, "verbosity", "%u", snap.verbosity);
@@ -494,49 +499,14 @@ _stats_cachedump(struct process_ctx *ctx, struct buf *out, unsigned cls,
     return ok && reply_text_code(out, REPLY_END);
 }
 
-/*
- * The stats listing `text` ("STAT name value" lines) in Prometheus' text
- * format: each numeric figure as kura_<name> (names already starting with
- * kura_ are kept), the others left out.
- */
-static bool
-_prometheus(const char *text, size_t len, struct buf *out)
-{
-    const char *end = text + len;
-    const char *line = text;
-    bool ok = true;
-    while (ok && line < end) {
-        const char *eol = memchr(line, '\n', (size_t)(end - line));
-        if (eol == NULL) {
-            break;
-        }
-        bool stat = eol - line > 5 && strncmp(line, "STAT ", 5) == 0;
-        const char *name = line + 5;
-        const char *sp = stat ? memchr(name, ' ', (size_t)(eol - name)) : NULL;
-        if (sp != NULL) {
-            const char *v = sp + 1;
-            size_t vn = (size_t)(eol - v);
-            vn -= vn > 0 && v[vn - 1] == '\r';
-            char *num_end;
-            char num[64];
-            size_t nn = vn < sizeof(num) - 1 ? vn : sizeof(num) - 1;
-            memcpy(num, v, nn);
-            num[nn] = '\0';
-            (void)strtod(num, &num_end);
-            bool numeric = nn > 0 && *num_end == '\0';
-            size_t nlen = (size_t)(sp - name);
-            if (numeric) {
-                bool prefixed = nlen > 5 && memcmp(name, "kura_", 5) == 0;
-                ok = (prefixed || reply_raw(out, "kura_", 5)) &&
-                     reply_raw(out, name, nlen) && reply_raw(out, " ", 1) &&
-                     reply_raw(out, num, nn) && reply_raw(out, "\n", 1);
-            }
-        }
-        line = eol + 1;
-    }
-    return ok;
-}
+/* The most figures one stats listing holds (peers included). */
+#define METRICS_PAIRS_MAX 4096
 
+/*
+ * GET /-/metrics: the general stats listing through metrics_format(), the
+ * text `kura stats --prometheus` prints, with kura_up 1 (this server
+ * answered). A listing that cannot be formatted is a 500.
+ */
 enum process_result
 process_metrics_http(struct process_ctx *ctx, const struct proto_request *req,
                      struct buf *out)
@@ -544,14 +514,25 @@ process_metrics_http(struct process_ctx *ctx, const struct proto_request *req,
     struct proto_request text_req;
     struct buf text;
     struct buf prom;
+    struct metrics_pair *pairs = malloc((METRICS_PAIRS_MAX + 1) *
+                                        sizeof(*pairs));
     memset(&text_req, 0, sizeof(text_req));
     text_req.kind = PROTO_KIND_TEXT;
     text_req.cmd = PROTO_CMD_STATS;
     buf_init(&text);
     buf_init(&prom);
-    bool ok = _stats_general(ctx, &text_req, &text) &&
-              _prometheus(buf_head(&text), buf_len(&text), &prom);
-    static const char type[] = "text/plain; version=0.0.4";
+    bool ok = pairs != NULL && _stats_general(ctx, &text_req, &text);
+    if (ok) {
+        size_t n = metrics_parse_stats(buf_head(&text), buf_len(&text), pairs,
+                                       METRICS_PAIRS_MAX);
+        n = n < METRICS_PAIRS_MAX ? n : METRICS_PAIRS_MAX;
+        pairs[n].name = METRICS_UP;
+        pairs[n].name_len = strlen(METRICS_UP);
+        pairs[n].value = "1";
+        pairs[n].value_len = 1;
+        ok = metrics_format(pairs, n + 1, &prom);
+    }
+    static const char type[] = "text/plain; version=0.0.4; charset=utf-8";
     struct reply_http r = {
         .status = ok ? 200 : 500,
         .ctype = type,
@@ -562,6 +543,7 @@ process_metrics_http(struct process_ctx *ctx, const struct proto_request *req,
     ok = reply_http(out, req, &r);
     buf_deinit(&text);
     buf_deinit(&prom);
+    free(pairs);
     if (!ok) {
         return PROCESS_FATAL;
     }

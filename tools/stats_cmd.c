@@ -4,8 +4,9 @@
  *
  * Connects, logs in if given a user:password file, asks "stats" and
  * prints the STAT lines, all within one deadline. With --prometheus it
- * prints kurad's own figures (kura_*) in Prometheus' text format instead,
- * through src/metrics (the text kurad's HTTP endpoint serves too), plus
+ * prints the figures (memcached's and kurad's own, kura_*) in Prometheus'
+ * text format instead, through src/metrics (the text kurad's HTTP
+ * endpoint GET /-/metrics serves too), plus
  * kura_up 1; when the stats cannot be read it prints kura_up 0 alone and
  * exits 1, so a textfile collector still records that the server is down.
  */

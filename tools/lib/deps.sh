@@ -45,6 +45,37 @@ KURA_TEST_PACKAGES="libmemcached-tools python3 python3-pymemcache
     ruby ruby-dalli php-cli php-memcached fuse3 libfuse3-dev curl
     iproute2 keepalived nutcracker"
 
+# Programs some tests use when the distribution has them, skipped (77)
+# otherwise: promtool (prometheus) for the alert rules, and the memcached
+# exporter (Debian 13 and later) scraping kurad.
+KURA_OPTIONAL_TEST_PACKAGES="prometheus prometheus-memcached-exporter"
+
+# Installs, as root, those of the packages named that the package lists
+# offer; never fails for one they lack.
+kura_want_packages() {
+    local missing pkg offered=""
+    missing=$(kura_missing_packages "$@")
+    [ -z "$missing" ] && return 0
+    [ "$(id -u)" -eq 0 ] || return 0
+    # A fresh machine has no package lists yet.
+    if ! ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1; then
+        apt-get update -q >&2 || true
+    fi
+    for pkg in $missing; do
+        if [ -n "$(apt-cache policy "$pkg" 2>/dev/null |
+            awk '/Candidate:/ && $2 != "(none)" { print $2 }')" ]; then
+            offered="$offered $pkg"
+        else
+            echo "kura: $pkg is not offered here; its test will be skipped" >&2
+        fi
+    done
+    [ -n "$offered" ] || return 0
+    echo "kura: installing$offered" >&2
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+        --no-install-recommends $offered >&2 || true
+}
+
 # Configures (once) and builds in directory $1 with configure flags $2...
 kura_build() {
     local dir=$1
