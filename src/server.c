@@ -605,6 +605,20 @@ _stop(struct server *srv)
         worker_deinit(&srv->workers[i]);
     }
     free(srv->workers);
+    /* The final checkpoint: a clean start redoes nothing. The signal
+     * events stay until the database is closed: freeing them restores
+     * the default action, and a second SIGTERM (an impatient operator, a
+     * supervisor) would then kill kurad half-way through its close; once
+     * they are freed, those signals are ignored. */
+    ulog_close(srv->ulog);
+    srv->ulog = NULL;
+    if (srv->eng_ready) {
+        txn_engine_deinit(&srv->eng);
+    }
+    if (srv->store != NULL && store_close(srv->store) != STORE_OK) {
+        log_error(&srv->log, "database did not close cleanly");
+        status = 1;
+    }
     if (srv->sig_term != NULL) {
         event_free(srv->sig_term);
     }
@@ -617,16 +631,11 @@ _stop(struct server *srv)
     if (srv->base != NULL) {
         event_base_free(srv->base);
     }
-    /* The final checkpoint: a clean start redoes nothing. */
-    ulog_close(srv->ulog);
-    srv->ulog = NULL;
-    if (srv->eng_ready) {
-        txn_engine_deinit(&srv->eng);
-    }
-    if (srv->store != NULL && store_close(srv->store) != STORE_OK) {
-        log_error(&srv->log, "database did not close cleanly");
-        status = 1;
-    }
+    /* Nothing is left to interrupt: a late signal must not turn this
+     * clean stop into a kill at its last step. */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
     if (srv->access_ready) {
         access_deinit(&srv->access);
     }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../unit/unit_main.h"
@@ -237,6 +238,40 @@ START_TEST(test_sighup_reopens_log)
 }
 END_TEST
 
+START_TEST(test_repeated_sigterm_still_stops_cleanly)
+{
+    /* Enough data that the final checkpoint and close take a while. */
+    int fd = kc_connect(k.port);
+    char cmd[128];
+    for (int i = 0; i < 20000; i++) {
+        int n = snprintf(cmd, sizeof(cmd),
+                         "set rs%d 0 0 10 noreply\r\n0123456789\r\n", i);
+        ck_assert_int_eq(kc_send(fd, cmd, (size_t)n), 0);
+    }
+    ck_assert(kc_drain(fd, "version\r\n", "\r\n"));
+    close(fd);
+    /* SIGTERM after SIGTERM, as an impatient operator or a supervisor
+     * sends them, until kurad is gone: it must still exit 0, its close
+     * finished (a second signal used to kill it half-way). */
+    pid_t pid = k.pid;
+    int status = 0;
+    uint64_t deadline = harness_now_ms() + 20000;
+    pid_t r = 0;
+    while (r != pid && harness_now_ms() < deadline) {
+        kill(pid, SIGTERM);
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL); /* the spacing between signals, not a wait */
+        r = waitpid(pid, &status, WNOHANG);
+    }
+    ck_assert_int_eq(r, pid);
+    k.pid = -1;
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "kurad ended with status %d", status);
+    ck_assert(kura_log_has(&k, "kurad stopped"));
+    ck_assert_int_eq(kura_launch(&k), 0);
+}
+END_TEST
+
 START_TEST(test_flush_survives_restart)
 {
     int fd = kc_connect(k.port);
@@ -454,6 +489,7 @@ persistence_suite(void)
     tcase_add_test(tc, test_unopenable_database);
     tcase_add_test(tc, test_damage_while_serving);
     tcase_add_test(tc, test_bad_flag_exits_with_usage);
+    tcase_add_test(tc, test_repeated_sigterm_still_stops_cleanly);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
