@@ -179,6 +179,9 @@ _check_encoding(const struct repl_frame *f, const uint8_t *buf)
     case REPL_FRAME_ACK:
         n = repl_encode_ack(out, f->lsn, f->seq);
         break;
+    case REPL_FRAME_WACK:
+        n = repl_encode_ack_type(out, REPL_FRAME_WACK, f->lsn, f->seq);
+        break;
     case REPL_FRAME_SNAP_BEGIN:
         n = repl_encode_u64(out, f->type, f->lsn);
         break;
@@ -228,6 +231,7 @@ _check_frame(const struct repl_frame *f, const uint8_t *buf, size_t avail)
         FUZZ_CHECK(f->pos_lsn <= f->lsn && f->pos_seq <= f->seq);
         break;
     case REPL_FRAME_ACK:
+    case REPL_FRAME_WACK: /* -fsync peer's report (repl_master.h R5) */
         FUZZ_CHECK(f->plen == 16);
         break;
     case REPL_FRAME_SNAP_BEGIN:
