@@ -8,6 +8,7 @@
 #include <event2/thread.h>
 #include <libgen.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <stdio.h>
@@ -608,8 +609,7 @@ _stop(struct server *srv)
     /* The final checkpoint: a clean start redoes nothing. The signal
      * events stay until the database is closed: freeing them restores
      * the default action, and a second SIGTERM (an impatient operator, a
-     * supervisor) would then kill kurad half-way through its close; once
-     * they are freed, those signals are ignored. */
+     * supervisor) would then kill kurad half-way through its close. */
     ulog_close(srv->ulog);
     srv->ulog = NULL;
     if (srv->eng_ready) {
@@ -619,6 +619,16 @@ _stop(struct server *srv)
         log_error(&srv->log, "database did not close cleanly");
         status = 1;
     }
+    /* Every other thread has been joined by now, so blocking these here
+     * holds any late one pending while freeing the events restores the
+     * default action; ignoring them then discards it. A late signal must
+     * not turn this clean stop into a kill at its last step. */
+    sigset_t late;
+    sigemptyset(&late);
+    sigaddset(&late, SIGTERM);
+    sigaddset(&late, SIGINT);
+    sigaddset(&late, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &late, NULL);
     if (srv->sig_term != NULL) {
         event_free(srv->sig_term);
     }
@@ -631,8 +641,6 @@ _stop(struct server *srv)
     if (srv->base != NULL) {
         event_base_free(srv->base);
     }
-    /* Nothing is left to interrupt: a late signal must not turn this
-     * clean stop into a kill at its last step. */
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
