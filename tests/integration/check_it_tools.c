@@ -633,6 +633,35 @@ START_TEST(test_ping)
 }
 END_TEST
 
+/* kura check: a stopped server's file is sound; a path that names no
+ * file is an error, not an empty database (a mistyped path must not read
+ * as a good check). */
+START_TEST(test_check_sound_file_and_missing_file)
+{
+    struct tool_run t;
+    ck_assert_int_eq(kura_stop(&k, 20000), 0);
+    _run(&t, (const char *const[]){"check", k.db, NULL}, 0);
+    ck_assert_ptr_nonnull(strstr(t.out, "sound"));
+    _run(&t, (const char *const[]){"check", _path(0, "nothere.tch"), NULL},
+         1);
+    ck_assert_ptr_null(strstr(t.out, "sound"));
+    ck_assert_ptr_nonnull(strstr(t.err, "No such file"));
+}
+END_TEST
+
+/* kura bench parses numbers strictly: "19x78" was read as port 19. */
+START_TEST(test_bench_refuses_malformed_numbers)
+{
+    struct tool_run t;
+    _run(&t, (const char *const[]){"bench", "--port", "19x78", "--ops", "1",
+                                   NULL},
+         2);
+    ck_assert_ptr_nonnull(strstr(t.err, "--port: bad value '19x78'"));
+    _run(&t, (const char *const[]){"bench", "--duration", "0.5s", NULL}, 2);
+    _run(&t, (const char *const[]){"bench", "--reads", "101", NULL}, 2);
+}
+END_TEST
+
 static Suite *
 tools_suite(void)
 {
@@ -648,6 +677,8 @@ tools_suite(void)
     tcase_add_test(tc, test_stallwatch_json);
     tcase_add_test(tc, test_bench_ops_mode_has_no_false_errors);
     tcase_add_test(tc, test_ping);
+    tcase_add_test(tc, test_check_sound_file_and_missing_file);
+    tcase_add_test(tc, test_bench_refuses_malformed_numbers);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
