@@ -49,6 +49,9 @@ enum dbcheck_status {
 
 struct dbcheck_report {
     uint64_t records;        /* live records found */
+    uint64_t values;         /* ...of them values, not tombstones; every
+                                record when values are compressed and the
+                                check is not deep (none are decoded) */
     uint64_t item_bytes;     /* keys and values of the values (not
                                 tombstones); 0 when values are compressed
                                 and the check is not deep */

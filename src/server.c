@@ -397,8 +397,10 @@ _open_storage(struct server *srv, char *err, size_t errlen)
         return -1;
     }
     srv->eng.uas = s->uas;
-    /* stats "bytes" starts from what the opening check counted. */
+    /* stats "bytes" and "curr_items" start from what the opening check
+     * counted. */
     atomic_store(&srv->eng.bytes, (int64_t)rep.check.item_bytes);
+    atomic_store(&srv->eng.items, (int64_t)rep.check.values);
     /* store.h D1: under "always" the database holds only what the log
      * holds durably; under "peer" what the peer reported or, in the
      * fallback, what is synced here (txn.h T10). */

@@ -328,8 +328,9 @@ _early_commit(struct txn_batch *b)
 /* ------------------------------------------------------------- reading */
 
 /*
- * The stored bytes of items (stats "bytes"): a change's size minus what
- * it replaces, the latter read just before it is staged. Every caller
+ * The stored bytes and count of items (stats "bytes" and "curr_items"): a
+ * change's size minus what it replaces, the latter read just before it is
+ * staged; a tombstone counts as no item. Every caller
  * reads and then stages through the same key pointer, which is how the
  * two are matched; a stage without its read is not counted.
  */
@@ -337,9 +338,9 @@ static void
 _note_read(struct txn_batch *b, const char *key, size_t nkey,
            const struct txn_current *cur)
 {
-    b->read_bytes = cur->found && cur->meta.kind == RECORD_VALUE
-                        ? (int64_t)(nkey + cur->vlen)
-                        : 0;
+    bool value = cur->found && cur->meta.kind == RECORD_VALUE;
+    b->read_bytes = value ? (int64_t)(nkey + cur->vlen) : 0;
+    b->read_items = value ? 1 : 0;
     b->read_key = key;
     b->read_nkey = nkey;
 }
@@ -353,6 +354,8 @@ txn_account_bytes(struct txn_batch *b, const char *key, size_t nkey,
     }
     int64_t now = value ? (int64_t)(nkey + vlen) : 0;
     atomic_fetch_add_explicit(&b->eng->bytes, now - b->read_bytes,
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&b->eng->items, (value ? 1 : 0) - b->read_items,
                               memory_order_relaxed);
     b->read_key = NULL;
 }

@@ -111,6 +111,7 @@ struct txn_engine {
     _Atomic uint64_t flush_pending_stamp;
     _Atomic bool failed;     /* a write failed; refuse further writes */
     _Atomic int64_t bytes;   /* keys and values of stored items (stats) */
+    _Atomic int64_t items;   /* stored values, not tombstones (curr_items) */
     _Atomic uint64_t enospc_until_ms; /* refuse writes until then */
 };
 
@@ -161,6 +162,7 @@ struct txn_batch {
     uint64_t flush_stamp;       /* ...stamped so */
     uint64_t flush_deadline;
     int64_t read_bytes;         /* the item last read, for stats bytes */
+    int64_t read_items;         /* ...1 if it was a value, for curr_items */
     const char *read_key;       /* ...and its key; NULL once used */
     size_t read_nkey;
     uint8_t *scratch;           /* buffer for reads */

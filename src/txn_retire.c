@@ -46,6 +46,7 @@ _retire(struct txn_batch *b, const char *key, size_t nkey,
     }
     atomic_fetch_sub_explicit(&eng->bytes, (int64_t)(nkey + cur->vlen),
                               memory_order_relaxed);
+    atomic_fetch_sub_explicit(&eng->items, 1, memory_order_relaxed);
     if (eng->keep_tombstones) {
         uint64_t lsn = 0;
         uint64_t seq;

@@ -307,8 +307,8 @@ START_TEST(endpoint_serves_the_formatted_stats)
         const char *key;
         double value;
     } expect[] = {
-        /* curr_items counts the database's records, a delete's tombstone
-         * among them until it is retired (doc/monitoring.md). */
+        /* curr_items counts values; kura_db_records counts the delete's
+         * tombstone too (doc/monitoring.md). */
         {"memcached_current_items", -2},
         {"memcached_items_total", -2},
         {"memcached_commands_total{command=\"set\",status=\"hit\"}", 4},

@@ -286,6 +286,35 @@ START_TEST(test_flush_survives_restart)
 }
 END_TEST
 
+/* curr_items counts values, as memcached's does: a delete's tombstone
+ * (kept for replication, T6) is a record of the file (kura_db_records)
+ * but no item, before and after a clean restart and a kill -9. */
+START_TEST(test_curr_items_leaves_out_tombstones)
+{
+    int fd = kc_connect(k.port);
+    ck_assert(kc_check(fd,
+                       "set a 0 0 1\r\nx\r\nset b 0 0 1\r\ny\r\n"
+                       "set c 0 0 1\r\nz\r\ndelete b\r\nset a 0 0 2\r\nxx\r\n"
+                       "delete nothere\r\n",
+                       "STORED\r\nSTORED\r\nSTORED\r\nDELETED\r\nSTORED\r\n"
+                       "NOT_FOUND\r\n"));
+    ck_assert_int_eq(kc_stat(fd, "curr_items"), 2);
+    close(fd);
+    ck_assert_int_eq(kura_stop(&k, 30000), 0);
+    ck_assert_int_eq(kura_launch(&k), 0);
+    fd = kc_connect(k.port);
+    ck_assert_int_eq(kc_stat(fd, "curr_items"), 2);
+    ck_assert(kc_check(fd, "set b 0 0 1\r\nq\r\ndelete c\r\n",
+                       "STORED\r\nDELETED\r\n"));
+    close(fd);
+    kura_kill9(&k); /* the log's redo applies the last two again */
+    ck_assert_int_eq(kura_launch(&k), 0);
+    fd = kc_connect(k.port);
+    ck_assert_int_eq(kc_stat(fd, "curr_items"), 2);
+    close(fd);
+}
+END_TEST
+
 static bool
 _pid_gone(void *arg)
 {
@@ -477,6 +506,7 @@ persistence_suite(void)
     tcase_add_test(tc, test_restart_keeps_values_flags_expiry);
     tcase_add_test(tc, test_kill9_under_load_loses_no_acknowledged_write);
     tcase_add_test(tc, test_flush_survives_restart);
+    tcase_add_test(tc, test_curr_items_leaves_out_tombstones);
     tcase_add_test(tc, test_each_acknowledged_set_was_synced);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);

@@ -129,6 +129,9 @@ START_TEST(test_write_reaches_peer_within_a_second)
     /* Deletes and flags travel too; nothing echoes back. */
     ck_assert(strcmp(_ask(b.port, "delete ab\r\n", "\r\n"), "DELETED\r\n") == 0);
     ck_assert(_eventually(a.port, "get ab\r\n", "END\r\n", 1000));
+    /* The replicated delete leaves one item on each, ba. */
+    ck_assert_int_eq(_stat(a.port, "curr_items"), 1);
+    ck_assert_int_eq(_stat(b.port, "curr_items"), 1);
     ck_assert_int_eq(_stat(a.port, "kura_repl_master_connected"), 1);
     ck_assert_int_eq(_stat(b.port, "kura_repl_peer_1_connected"), 1);
     ck_assert(harness_wait_for(_peer_acked, NULL, 2000));

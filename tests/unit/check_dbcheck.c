@@ -119,6 +119,46 @@ START_TEST(test_tokyo_cabinet_files_check_out)
 }
 END_TEST
 
+/* Stores a tombstone (the envelope alone) for `key`. */
+static void
+_put_tombstone(TCHDB *hdb, const char *key)
+{
+    uint8_t buf[RECORD_HEADER_MAX];
+    struct record_meta m = {.kind = RECORD_TOMBSTONE, .cas = 12, .ts = 12,
+                            .sid = 1};
+    size_t elen = record_encode(&m, buf);
+    record_seal(buf, elen, key, strlen(key), 0);
+    ck_assert(tchdbput(hdb, key, (int)strlen(key), buf, (int)elen));
+}
+
+/* values (stats curr_items at start) leaves tombstones out; records and
+ * item_bytes as before. */
+START_TEST(test_values_leave_out_tombstones)
+{
+    TCHDB *hdb = tchdbnew();
+    char key[32];
+    ck_assert(tchdbtune(hdb, 101, 4, 10, 0));
+    ck_assert(tchdbopen(hdb, path, HDBOWRITER | HDBOCREAT | HDBOTRUNC));
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        if (i % 3 == 0) {
+            _put_tombstone(hdb, key);
+        } else {
+            _put(hdb, key, 10);
+        }
+    }
+    ck_assert(tchdbclose(hdb));
+    tchdbdel(hdb);
+    for (unsigned flags = 0; flags <= DBCHECK_DEEP; flags += DBCHECK_DEEP) {
+        struct dbcheck_report r;
+        ck_assert_int_eq(dbcheck_file(path, flags, &r), DBCHECK_OK);
+        ck_assert_uint_eq(r.records, 10);
+        ck_assert_uint_eq(r.values, 6);
+        ck_assert_uint_eq(r.item_bytes, 6 * (2 + 10));
+    }
+}
+END_TEST
+
 START_TEST(test_empty_and_missing_files_are_fine)
 {
     struct dbcheck_report r;
@@ -326,6 +366,7 @@ dbcheck_suite(void)
     tcase_add_checked_fixture(tc, _setup, _teardown);
     tcase_add_test(tc, test_tokyo_cabinet_files_check_out);
     tcase_add_test(tc, test_empty_and_missing_files_are_fine);
+    tcase_add_test(tc, test_values_leave_out_tombstones);
     tcase_add_test(tc, test_damage_is_found);
     tcase_add_test(tc, test_deep_check_finds_torn_and_detached);
     tcase_set_timeout(tc, 60);
