@@ -338,9 +338,9 @@ static void
 _note_read(struct txn_batch *b, const char *key, size_t nkey,
            const struct txn_current *cur)
 {
-    bool value = cur->found && cur->meta.kind == RECORD_VALUE;
-    b->read_bytes = value ? (int64_t)(nkey + cur->vlen) : 0;
-    b->read_items = value ? 1 : 0;
+    b->read_bytes = cur->found && cur->meta.kind == RECORD_VALUE
+                        ? (int64_t)(nkey + cur->vlen)
+                        : 0;
     b->read_key = key;
     b->read_nkey = nkey;
 }
@@ -355,7 +355,9 @@ txn_account_bytes(struct txn_batch *b, const char *key, size_t nkey,
     int64_t now = value ? (int64_t)(nkey + vlen) : 0;
     atomic_fetch_add_explicit(&b->eng->bytes, now - b->read_bytes,
                               memory_order_relaxed);
-    atomic_fetch_add_explicit(&b->eng->items, (value ? 1 : 0) - b->read_items,
+    /* A value's bytes include its key, so read_bytes > 0 means a value. */
+    atomic_fetch_add_explicit(&b->eng->items,
+                              (value ? 1 : 0) - (b->read_bytes > 0 ? 1 : 0),
                               memory_order_relaxed);
     b->read_key = NULL;
 }

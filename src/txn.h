@@ -162,7 +162,6 @@ struct txn_batch {
     uint64_t flush_stamp;       /* ...stamped so */
     uint64_t flush_deadline;
     int64_t read_bytes;         /* the item last read, for stats bytes */
-    int64_t read_items;         /* ...1 if it was a value, for curr_items */
     const char *read_key;       /* ...and its key; NULL once used */
     size_t read_nkey;
     uint8_t *scratch;           /* buffer for reads */

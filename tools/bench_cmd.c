@@ -100,7 +100,6 @@ bench_cmd(int argc, char **argv)
     };
     bool json = false;
     int lag_port = 0;
-    uint64_t multiget;
     uint64_t u;
     int li = 0;
     int ch;
@@ -128,11 +127,8 @@ bench_cmd(int argc, char **argv)
         case 'L': ok = _int(optarg, 65535, &lag_port); break;
         case 'A': o.ack_log = optarg; break;
         case 'K':
-            if (!util_parse_uint(optarg, strlen(optarg), UINT32_MAX,
-                                 &o.own_keys) || o.own_keys == 0) {
-                fprintf(stderr, "kura bench: --own-keys wants a count >= 1\n");
-                return 2;
-            }
+            ok = _u64(optarg, &o.own_keys) && o.own_keys >= 1 &&
+                 o.own_keys <= UINT32_MAX;
             break;
         case 'P':
             if (!bench_wire_proto_parse(optarg, &o.proto)) {
@@ -141,14 +137,7 @@ bench_cmd(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'M':
-            if (!util_parse_uint(optarg, strlen(optarg), 1000, &multiget) ||
-                multiget == 0) {
-                fprintf(stderr, "kura bench: --multiget wants 1 to 1000 "
-                                "keys\n");
-                return 2;
-            }
-            o.multiget = (int)multiget;
+        case 'M': ok = _int(optarg, 1000, &o.multiget) && o.multiget >= 1;
             break;
         default: _usage(); return 2;
         }
@@ -158,10 +147,9 @@ bench_cmd(int argc, char **argv)
             return 2;
         }
     }
-    if (o.conns < 1 || o.conns > 1000000 || o.pipeline < 1 ||
-        o.pipeline > 64 || o.keyspace < 1 || strlen(o.prefix) > 200 ||
-        o.read_pct < 0 || o.read_pct > 100 ||
-        (o.duration_s <= 0 && o.ops == 0)) {
+    /* The upper bounds were checked as each number was read. */
+    if (o.conns < 1 || o.pipeline < 1 || o.keyspace < 1 ||
+        strlen(o.prefix) > 200 || (o.duration_s <= 0 && o.ops == 0)) {
         fprintf(stderr, "kura bench: invalid options\n");
         return 2;
     }
