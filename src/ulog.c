@@ -1,8 +1,9 @@
 /*
- * ulog: opening and recovering the log, group-commit appends, durability
- * and the sync thread (see ulog.h for the invariants U1-U12); segment
- * files are in ulog_segment.c, checkpoints in ulog_checkpoint.c, readers
- * in ulog_reader.c, the "peer" policy's rules in ulog_peer.c.
+ * ulog: opening and recovering the log, group-commit appends, starting
+ * and stopping its threads (see ulog.h for the invariants U1-U12);
+ * durability and the sync thread are in ulog_sync.c, segment files in
+ * ulog_segment.c, checkpoints in ulog_checkpoint.c, readers in
+ * ulog_reader.c, the "peer" policy's rules in ulog_peer.c.
  */
 #include "ulog.h"
 #include "ulog_internal.h"
@@ -24,21 +25,6 @@
 #include "crc32c.h"
 #include "util.h"
 
-/*
- * The active segment is written with zeros ahead of the append position
- * (PREPARE_STEP at a time, once less than PREPARE_LOW is left) and synced.
- * An append then overwrites blocks the file already has, so its
- * fdatasync() needs no journal commit; on ext3/ext4 in data=ordered mode a
- * commit would also force out the database's dirty pages (seed 002's
- * ext3 slowdown). The sync thread does this between syncs, so a step is
- * kept small: workers waiting on a sync wait for the step in progress
- * (8 MiB steps held every client about 9 ms once a second at 64
- * connections, and 28 ms on a loop-mounted ext4). The zeros are written
- * PREPARE_CHUNK at a time without the lock, fenced off from appends (U6).
- */
-#define PREPARE_STEP ((uint64_t)1 << 20)
-#define PREPARE_LOW ((uint64_t)4 << 20)
-#define PREPARE_CHUNK ((size_t)64 << 10)
 #define RESERVE_AHEAD ((uint64_t)1 << 20)
 
 /* ------------------------------------------------------------ recovery */
@@ -207,25 +193,6 @@ _create_segment(struct ulog *u, uint64_t no, char *err, size_t errlen)
     u->space_end = room;
     u->segs[u->nsegs++] = s;
     pthread_cond_signal(&u->sync_cond); /* start preparing the new one */
-    return 0;
-}
-
-static int
-_write_at(int fd, const void *buf, size_t len, uint64_t off)
-{
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t n = pwrite(fd, p, len, (off_t)off);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            return -1;
-        }
-        p += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
-    }
     return 0;
 }
 
@@ -491,7 +458,7 @@ ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
         }
         off += rlen;
     }
-    if (_write_at(u->active_fd, buf, len, active->size) != 0) {
+    if (ulog_write_full(u->active_fd, buf, len, active->size) != 0) {
         int saved = errno;
         /* Cut any partial write past the prepared zeros; inside them, the
          * next append simply overwrites it. */
@@ -511,7 +478,7 @@ ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
     active->size += len;
     uint64_t ahead = u->prepared > active->size ? u->prepared - active->size
                                                 : 0;
-    if (ahead < PREPARE_LOW) {
+    if (ahead < ULOG_PREPARE_LOW) {
         pthread_cond_signal(&u->sync_cond);
     }
     u->total_appended += len;
@@ -548,7 +515,7 @@ ulog_reserve(struct ulog *u, uint64_t bytes)
     if (need > have && !u->space_unsupported) {
         /* Usually the prepared zeros cover it; this runs when the sync
          * thread lags or the disk is full. A little ahead, not a whole
-         * PREPARE_STEP: unwritten extents make fdatasync commit. */
+         * ULOG_PREPARE_STEP: unwritten extents make fdatasync commit. */
         if (_allocate(u->active_fd, have, need + RESERVE_AHEAD) == 0) {
             u->space_end = need + RESERVE_AHEAD;
         } else if (errno == ENOSPC && _allocate(u->active_fd, have, need) == 0) {
@@ -593,348 +560,13 @@ ulog_applied(struct ulog *u, int slot, uint64_t next)
 }
 
 
-/* ----------------------------------------------------------- durability */
-
-uint64_t
-ulog_durable_locked(struct ulog *u)
-{
-    if (u->o.fsync == ULOG_FSYNC_PEER) {
-        assert(u->released <= u->last_lsn); /* U10 */
-        return u->released;
-    }
-    return ulog_release_lsn(u->o.fsync, u->last_lsn, u->synced_lsn, 0, true);
-}
-
-/* Publishes the durable lsn for lock-free readers; the caller holds the
- * lock. Workers check durability every pass and must never wait for a
- * thread stuck in the file system while holding the lock. */
-void
-ulog_publish_locked(struct ulog *u)
-{
-    atomic_store_explicit(&u->durable_pub, ulog_durable_locked(u),
-                          memory_order_release);
-}
-
-uint64_t
-ulog_durable_lsn(struct ulog *u)
-{
-    return atomic_load_explicit(&u->durable_pub, memory_order_acquire);
-}
-
-bool
-ulog_failed(struct ulog *u)
-{
-    pthread_mutex_lock(&u->lock);
-    bool failed = u->failed;
-    pthread_mutex_unlock(&u->lock);
-    return failed;
-}
-
-bool
-ulog_durable(struct ulog *u, uint64_t lsn)
-{
-    return ulog_durable_lsn(u) >= lsn;
-}
-
-
-/* One fdatasync covering everything written so far; the caller holds the
- * lock, which is released while the disk works. Tells the watchers. */
-static enum ulog_status
-_sync_locked(struct ulog *u)
-{
-    uint64_t target = u->last_lsn;
-    /* A rotation meanwhile must not close this descriptor under us: it
-     * leaves it in retired_fd instead (see _create_segment). */
-    int fd = u->active_fd;
-    u->sync_fd = fd;
-    if (target > u->syncing_lsn) {
-        u->syncing_lsn = target;
-    }
-    pthread_mutex_unlock(&u->lock);
-    uint64_t began = util_mono_us();
-    int rc = fdatasync(fd);
-    int saved = errno;
-    uint64_t took = util_mono_us() - began;
-    pthread_mutex_lock(&u->lock);
-    u->sync_fd = -1;
-    u->sync_us += took;
-    if (u->retired_fd == fd) {
-        close(fd);
-        u->retired_fd = -1;
-    }
-    if (rc != 0) {
-        /* A failed fsync may have dropped data: never retry blindly. */
-        log_error(u->o.log, "ulog: fdatasync failed (%s); refusing writes "
-                  "until restart", strerror(saved));
-        u->failed = true;
-        pthread_cond_broadcast(&u->grown);
-        /* Wake every waiter: what they wait for will never come. */
-        ulog_notify_locked(u, true);
-        return ULOG_EIO;
-    }
-    u->syncs++;
-    u->last_sync_ms = util_mono_ms();
-    if (target > u->synced_lsn) {
-        u->synced_lsn = target;
-    }
-    (void)ulog_peer_refresh_locked(u); /* U11: releases only in fallback */
-    ulog_publish_locked(u);
-    pthread_cond_broadcast(&u->grown);
-    pthread_cond_signal(&u->sync_cond);
-    ulog_notify_locked(u, false);
-    return ULOG_OK;
-}
-
-enum ulog_status
-ulog_wait_durable(struct ulog *u, uint64_t lsn)
-{
-    pthread_mutex_lock(&u->lock);
-    if (u->wait_lsn < lsn) {
-        u->wait_lsn = lsn;
-    }
-    if (ulog_peer_waiting_locked(u, lsn)) {
-        pthread_cond_signal(&u->sync_cond);
-    }
-    while (!u->failed && ulog_durable_locked(u) < lsn) {
-        if (!u->threads || u->stopping) {
-            _sync_locked(u); /* no sync thread to ask */
-            continue;
-        }
-        pthread_cond_wait(&u->grown, &u->lock);
-    }
-    bool failed = u->failed;
-    pthread_mutex_unlock(&u->lock);
-    return failed ? ULOG_EFAILED : ULOG_OK;
-}
-
-int
-ulog_watch(struct ulog *u, void (*fn)(void *arg), void *arg)
-{
-    pthread_mutex_lock(&u->lock);
-    int id = -1;
-    if (u->nwatchers < ULOG_MAX_WATCHERS) {
-        id = u->nwatchers++;
-        u->watchers[id] = (struct watcher){fn, arg, 0};
-    }
-    pthread_mutex_unlock(&u->lock);
-    return id;
-}
-
-void
-ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn)
-{
-    pthread_mutex_lock(&u->lock);
-    if (watcher < 0 || watcher >= u->nwatchers) {
-        pthread_mutex_unlock(&u->lock);
-        return;
-    }
-    struct watcher *w = &u->watchers[watcher];
-    if (lsn <= ulog_durable_locked(u) || u->failed) {
-        /* No sync is coming for it: the caller may have checked just
-         * before the one that covered it finished. Answer now. */
-        struct watcher now = *w;
-        pthread_mutex_unlock(&u->lock);
-        now.fn(now.arg);
-        return;
-    }
-    if (w->want < lsn) {
-        w->want = lsn;
-    }
-    if (ulog_peer_waiting_locked(u, lsn)) {
-        pthread_cond_signal(&u->sync_cond);
-    }
-    pthread_mutex_unlock(&u->lock);
-}
-
-/*
- * Calls the watchers whose lsn became durable, or with `all` every watcher
- * still waiting (the log failed and durability will never come). The
- * caller holds the lock, which is released around the calls.
- */
-void
-ulog_notify_locked(struct ulog *u, bool all)
-{
-    struct watcher due[ULOG_MAX_WATCHERS];
-    int n = 0;
-    uint64_t durable = ulog_durable_locked(u); /* U10 */
-    bool waiting = u->wait_lsn > durable;
-    for (int i = 0; i < u->nwatchers; i++) {
-        uint64_t want = u->watchers[i].want;
-        if (want != 0 && (all || want <= durable)) {
-            u->watchers[i].want = 0;
-            due[n++] = u->watchers[i];
-        } else if (want != 0) {
-            waiting = true;
-        }
-    }
-    if (!waiting) {
-        u->pending_since_ms = 0; /* U11: nobody waits, no stall */
-        u->peer_stalled = false;
-    }
-    if (n == 0) {
-        return;
-    }
-    pthread_mutex_unlock(&u->lock);
-    for (int i = 0; i < n; i++) {
-        due[i].fn(due[i].arg);
-    }
-    pthread_mutex_lock(&u->lock);
-}
-
-/*
- * Writes and syncs zeros ahead of the append position (see PREPARE_STEP);
- * the caller holds the lock, released during the I/O.
- */
-static void
-_prepare_locked(struct ulog *u)
-{
-    static const uint8_t zeros[PREPARE_CHUNK];
-    struct segment *active = &u->segs[u->nsegs - 1];
-    uint64_t no = active->no;
-    uint64_t from = u->prepared > active->size ? u->prepared : active->size;
-    uint64_t limit = u->o.segment_max + PREPARE_LOW;
-
-    if (from - active->size >= PREPARE_LOW || from >= limit) {
-        return;
-    }
-    uint64_t to = from + PREPARE_STEP < limit ? from + PREPARE_STEP : limit;
-    int fd = dup(u->active_fd);
-    bool ok = fd >= 0;
-    uint64_t off = from;
-    /* U6: a chunk at a time, each past the end as it is then, and fenced
-     * off from the appends while it is written. */
-    while (ok && off < to && u->segs[u->nsegs - 1].no == no) {
-        active = &u->segs[u->nsegs - 1];
-        off = off > active->size ? off : active->size;
-        if (off >= to) {
-            break;
-        }
-        size_t n = to - off < sizeof(zeros) ? (size_t)(to - off)
-                                            : sizeof(zeros);
-        u->zeroing_no = no;
-        u->zeroing_from = off;
-        pthread_mutex_unlock(&u->lock);
-        ok = _write_at(fd, zeros, n, off) == 0;
-        pthread_mutex_lock(&u->lock);
-        u->zeroing_no = 0;
-        pthread_cond_broadcast(&u->zeroed);
-        off += n;
-    }
-    pthread_mutex_unlock(&u->lock);
-    ok = ok && fdatasync(fd) == 0;
-    int saved = errno;
-    if (fd >= 0) {
-        close(fd);
-    }
-    pthread_mutex_lock(&u->lock);
-    if (!ok) {
-        log_limited(u->o.log, LOG_WARN, "ulog: cannot prepare log space: %s",
-                    strerror(saved));
-        return;
-    }
-    /* Up to `off` every block was written, by zeros or by appends. */
-    if (u->segs[u->nsegs - 1].no == no && u->prepared < off) {
-        u->prepared = off;
-    }
-}
-
-/*
- * Under "always": milliseconds until what is written must be synced, 0 for
- * now (a worker waits to answer on it), UINT64_MAX when nothing is
- * pending. The caller holds the lock.
- */
-static uint64_t
-_sync_due_in_locked(struct ulog *u)
-{
-    if (u->failed || u->last_lsn <= u->synced_lsn ||
-        u->syncing_lsn >= u->last_lsn) {
-        return UINT64_MAX;
-    }
-    if (u->wait_lsn > u->synced_lsn) {
-        return 0;
-    }
-    for (int i = 0; i < u->nwatchers; i++) {
-        if (u->watchers[i].want > u->synced_lsn) {
-            return 0;
-        }
-    }
-    uint64_t now = util_mono_ms();
-    uint64_t due = u->last_sync_ms + ULOG_LAZY_SYNC_MS;
-    return due > now ? due - now : 0;
-}
-
-/* Peers whose reports release writes now (U11): none while stalled. */
-static uint32_t
-_live_locked(struct ulog *u)
-{
-    return u->peer_stalled ? 0 : u->peers_live;
-}
-
-/*
- * The log's sync thread. Under "always" it fdatasyncs what has been
- * written as soon as a worker waits on it, back to back while they keep
- * waiting, so each sync covers every group commit made meanwhile; what
- * nobody waits on is synced within ULOG_LAZY_SYNC_MS. Under "every N ms"
- * it syncs on that beat. Between syncs it prepares log space ahead of the
- * appends.
- */
-static void *
-_sync_main(void *arg)
-{
-    struct ulog *u = arg;
-    uint64_t next_sync = util_mono_ms() + u->o.fsync_ms;
-    util_thread_name("kura-sync");
-
-    pthread_mutex_lock(&u->lock);
-    while (!u->stopping) {
-        /* U11: "peer" syncs for waiters only while no peer is linked, or
-         * the linked one has stalled. */
-        uint64_t stall_in = ulog_peer_check_stall_locked(u);
-        bool always = ulog_sync_on_demand(u->o.fsync, _live_locked(u));
-        /* U12: "peer" also syncs on its beat, linked or not. */
-        bool beat = u->o.fsync == ULOG_FSYNC_INTERVAL ||
-                    u->o.fsync == ULOG_FSYNC_PEER;
-        uint64_t wait_ms = 100;
-        if (always) {
-            uint64_t due = _sync_due_in_locked(u);
-            if (due == 0) {
-                _sync_locked(u);
-                continue;
-            }
-            wait_ms = due < wait_ms ? due : wait_ms;
-        }
-        _prepare_locked(u);
-        if (beat && !u->failed) {
-            uint64_t now = util_mono_ms();
-            if (now >= next_sync) {
-                if (u->last_lsn > u->synced_lsn) {
-                    _sync_locked(u);
-                }
-                now = util_mono_ms();
-                next_sync = now + u->o.fsync_ms;
-            }
-            wait_ms = next_sync - now < wait_ms ? next_sync - now : wait_ms;
-        }
-        wait_ms = stall_in < wait_ms ? stall_in : wait_ms;
-        if (ulog_sync_on_demand(u->o.fsync, _live_locked(u)) &&
-            _sync_due_in_locked(u) == 0) {
-            continue; /* a worker began waiting while space was prepared */
-        }
-        struct timespec until;
-        util_deadline_ms(&until, wait_ms);
-        pthread_cond_timedwait(&u->sync_cond, &u->lock, &until);
-    }
-    pthread_mutex_unlock(&u->lock);
-    return NULL;
-}
-
 int
 ulog_start(struct ulog *u)
 {
     if (u->o.db_size != NULL) {
         u->db_at_checkpoint = u->o.db_size(u->o.arg);
     }
-    if (pthread_create(&u->sync_thread, NULL, _sync_main, u) != 0) {
+    if (pthread_create(&u->sync_thread, NULL, ulog_sync_main, u) != 0) {
         return -1;
     }
     if (pthread_create(&u->cp_thread, NULL, ulog_checkpoint_main, u) != 0) {
@@ -1010,7 +642,7 @@ ulog_stats(struct ulog *u, struct ulog_stats *st)
     st->peer_lsn = u->peer_lsn;
     st->peers_live = u->peers_live;
     st->peer_fallback = u->o.fsync == ULOG_FSYNC_PEER &&
-                        _live_locked(u) == 0;
+                        ulog_live_peers_locked(u) == 0;
     st->peer_fallbacks = u->peer_fallbacks;
     st->peer_stalls = u->peer_stalls;
     st->peer_stalled = u->peer_stalled;

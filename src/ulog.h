@@ -33,7 +33,7 @@
  *       the checkpoint and has been acknowledged by every known peer, or
  *       when more than -ukeep segments would otherwise be kept (a peer that
  *       far behind is resynchronised in full instead).
- *   U6. Zeros written ahead of the appends (see ulog.c) never land on a
+ *   U6. Zeros written ahead of the appends (see ulog_sync.c) never land on a
  *       record: they go past the end, a chunk at a time, and an append
  *       that would reach the chunk being written waits for it.
  *   U7. Whatever start-up reads from the log is made durable before redo

@@ -87,6 +87,25 @@ ulog_read_full(int fd, void *buf, size_t len, uint64_t off)
     return 0;
 }
 
+int
+ulog_write_full(int fd, const void *buf, size_t len, uint64_t off)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = pwrite(fd, p, len, (off_t)off);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+        off += (uint64_t)n;
+    }
+    return 0;
+}
+
 static int
 _cmp_seg(const void *a, const void *b)
 {

@@ -1,0 +1,353 @@
+/*
+ * ulog_sync: durability (ulog.h U2, U3, U6, U10-U12): the durable lsn and
+ * its watchers, and the sync thread, which fdatasyncs group commits as
+ * the -fsync policy asks and prepares log space ahead of the appends.
+ */
+#include "ulog.h"
+#include "ulog_internal.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+/* ----------------------------------------------------------- durability */
+
+uint64_t
+ulog_durable_locked(struct ulog *u)
+{
+    if (u->o.fsync == ULOG_FSYNC_PEER) {
+        assert(u->released <= u->last_lsn); /* U10 */
+        return u->released;
+    }
+    return ulog_release_lsn(u->o.fsync, u->last_lsn, u->synced_lsn, 0, true);
+}
+
+/* Publishes the durable lsn for lock-free readers; the caller holds the
+ * lock. Workers check durability every pass and must never wait for a
+ * thread stuck in the file system while holding the lock. */
+void
+ulog_publish_locked(struct ulog *u)
+{
+    atomic_store_explicit(&u->durable_pub, ulog_durable_locked(u),
+                          memory_order_release);
+}
+
+uint64_t
+ulog_durable_lsn(struct ulog *u)
+{
+    return atomic_load_explicit(&u->durable_pub, memory_order_acquire);
+}
+
+bool
+ulog_failed(struct ulog *u)
+{
+    pthread_mutex_lock(&u->lock);
+    bool failed = u->failed;
+    pthread_mutex_unlock(&u->lock);
+    return failed;
+}
+
+bool
+ulog_durable(struct ulog *u, uint64_t lsn)
+{
+    return ulog_durable_lsn(u) >= lsn;
+}
+
+
+/* One fdatasync covering everything written so far; the caller holds the
+ * lock, which is released while the disk works. Tells the watchers. */
+static enum ulog_status
+_sync_locked(struct ulog *u)
+{
+    uint64_t target = u->last_lsn;
+    /* A rotation meanwhile must not close this descriptor under us: it
+     * leaves it in retired_fd instead (see _create_segment). */
+    int fd = u->active_fd;
+    u->sync_fd = fd;
+    if (target > u->syncing_lsn) {
+        u->syncing_lsn = target;
+    }
+    pthread_mutex_unlock(&u->lock);
+    uint64_t began = util_mono_us();
+    int rc = fdatasync(fd);
+    int saved = errno;
+    uint64_t took = util_mono_us() - began;
+    pthread_mutex_lock(&u->lock);
+    u->sync_fd = -1;
+    u->sync_us += took;
+    if (u->retired_fd == fd) {
+        close(fd);
+        u->retired_fd = -1;
+    }
+    if (rc != 0) {
+        /* A failed fsync may have dropped data: never retry blindly. */
+        log_error(u->o.log, "ulog: fdatasync failed (%s); refusing writes "
+                  "until restart", strerror(saved));
+        u->failed = true;
+        pthread_cond_broadcast(&u->grown);
+        /* Wake every waiter: what they wait for will never come. */
+        ulog_notify_locked(u, true);
+        return ULOG_EIO;
+    }
+    u->syncs++;
+    u->last_sync_ms = util_mono_ms();
+    if (target > u->synced_lsn) {
+        u->synced_lsn = target;
+    }
+    (void)ulog_peer_refresh_locked(u); /* U11: releases only in fallback */
+    ulog_publish_locked(u);
+    pthread_cond_broadcast(&u->grown);
+    pthread_cond_signal(&u->sync_cond);
+    ulog_notify_locked(u, false);
+    return ULOG_OK;
+}
+
+enum ulog_status
+ulog_wait_durable(struct ulog *u, uint64_t lsn)
+{
+    pthread_mutex_lock(&u->lock);
+    if (u->wait_lsn < lsn) {
+        u->wait_lsn = lsn;
+    }
+    if (ulog_peer_waiting_locked(u, lsn)) {
+        pthread_cond_signal(&u->sync_cond);
+    }
+    while (!u->failed && ulog_durable_locked(u) < lsn) {
+        if (!u->threads || u->stopping) {
+            _sync_locked(u); /* no sync thread to ask */
+            continue;
+        }
+        pthread_cond_wait(&u->grown, &u->lock);
+    }
+    bool failed = u->failed;
+    pthread_mutex_unlock(&u->lock);
+    return failed ? ULOG_EFAILED : ULOG_OK;
+}
+
+int
+ulog_watch(struct ulog *u, void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&u->lock);
+    int id = -1;
+    if (u->nwatchers < ULOG_MAX_WATCHERS) {
+        id = u->nwatchers++;
+        u->watchers[id] = (struct watcher){fn, arg, 0};
+    }
+    pthread_mutex_unlock(&u->lock);
+    return id;
+}
+
+void
+ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn)
+{
+    pthread_mutex_lock(&u->lock);
+    if (watcher < 0 || watcher >= u->nwatchers) {
+        pthread_mutex_unlock(&u->lock);
+        return;
+    }
+    struct watcher *w = &u->watchers[watcher];
+    if (lsn <= ulog_durable_locked(u) || u->failed) {
+        /* No sync is coming for it: the caller may have checked just
+         * before the one that covered it finished. Answer now. */
+        struct watcher now = *w;
+        pthread_mutex_unlock(&u->lock);
+        now.fn(now.arg);
+        return;
+    }
+    if (w->want < lsn) {
+        w->want = lsn;
+    }
+    if (ulog_peer_waiting_locked(u, lsn)) {
+        pthread_cond_signal(&u->sync_cond);
+    }
+    pthread_mutex_unlock(&u->lock);
+}
+
+/*
+ * Calls the watchers whose lsn became durable, or with `all` every watcher
+ * still waiting (the log failed and durability will never come). The
+ * caller holds the lock, which is released around the calls.
+ */
+void
+ulog_notify_locked(struct ulog *u, bool all)
+{
+    struct watcher due[ULOG_MAX_WATCHERS];
+    int n = 0;
+    uint64_t durable = ulog_durable_locked(u); /* U10 */
+    bool waiting = u->wait_lsn > durable;
+    for (int i = 0; i < u->nwatchers; i++) {
+        uint64_t want = u->watchers[i].want;
+        if (want != 0 && (all || want <= durable)) {
+            u->watchers[i].want = 0;
+            due[n++] = u->watchers[i];
+        } else if (want != 0) {
+            waiting = true;
+        }
+    }
+    if (!waiting) {
+        u->pending_since_ms = 0; /* U11: nobody waits, no stall */
+        u->peer_stalled = false;
+    }
+    if (n == 0) {
+        return;
+    }
+    pthread_mutex_unlock(&u->lock);
+    for (int i = 0; i < n; i++) {
+        due[i].fn(due[i].arg);
+    }
+    pthread_mutex_lock(&u->lock);
+}
+
+/*
+ * Writes and syncs zeros ahead of the append position (see ULOG_PREPARE_STEP);
+ * the caller holds the lock, released during the I/O.
+ */
+static void
+_prepare_locked(struct ulog *u)
+{
+    static const uint8_t zeros[ULOG_PREPARE_CHUNK];
+    struct segment *active = &u->segs[u->nsegs - 1];
+    uint64_t no = active->no;
+    uint64_t from = u->prepared > active->size ? u->prepared : active->size;
+    uint64_t limit = u->o.segment_max + ULOG_PREPARE_LOW;
+
+    if (from - active->size >= ULOG_PREPARE_LOW || from >= limit) {
+        return;
+    }
+    uint64_t to = from + ULOG_PREPARE_STEP < limit ? from + ULOG_PREPARE_STEP : limit;
+    int fd = dup(u->active_fd);
+    bool ok = fd >= 0;
+    uint64_t off = from;
+    /* U6: a chunk at a time, each past the end as it is then, and fenced
+     * off from the appends while it is written. */
+    while (ok && off < to && u->segs[u->nsegs - 1].no == no) {
+        active = &u->segs[u->nsegs - 1];
+        off = off > active->size ? off : active->size;
+        if (off >= to) {
+            break;
+        }
+        size_t n = to - off < sizeof(zeros) ? (size_t)(to - off)
+                                            : sizeof(zeros);
+        u->zeroing_no = no;
+        u->zeroing_from = off;
+        pthread_mutex_unlock(&u->lock);
+        ok = ulog_write_full(fd, zeros, n, off) == 0;
+        pthread_mutex_lock(&u->lock);
+        u->zeroing_no = 0;
+        pthread_cond_broadcast(&u->zeroed);
+        off += n;
+    }
+    pthread_mutex_unlock(&u->lock);
+    ok = ok && fdatasync(fd) == 0;
+    int saved = errno;
+    if (fd >= 0) {
+        close(fd);
+    }
+    pthread_mutex_lock(&u->lock);
+    if (!ok) {
+        log_limited(u->o.log, LOG_WARN, "ulog: cannot prepare log space: %s",
+                    strerror(saved));
+        return;
+    }
+    /* Up to `off` every block was written, by zeros or by appends. */
+    if (u->segs[u->nsegs - 1].no == no && u->prepared < off) {
+        u->prepared = off;
+    }
+}
+
+/*
+ * Under "always": milliseconds until what is written must be synced, 0 for
+ * now (a worker waits to answer on it), UINT64_MAX when nothing is
+ * pending. The caller holds the lock.
+ */
+static uint64_t
+_sync_due_in_locked(struct ulog *u)
+{
+    if (u->failed || u->last_lsn <= u->synced_lsn ||
+        u->syncing_lsn >= u->last_lsn) {
+        return UINT64_MAX;
+    }
+    if (u->wait_lsn > u->synced_lsn) {
+        return 0;
+    }
+    for (int i = 0; i < u->nwatchers; i++) {
+        if (u->watchers[i].want > u->synced_lsn) {
+            return 0;
+        }
+    }
+    uint64_t now = util_mono_ms();
+    uint64_t due = u->last_sync_ms + ULOG_LAZY_SYNC_MS;
+    return due > now ? due - now : 0;
+}
+
+/* Peers whose reports release writes now (U11): none while stalled. */
+uint32_t
+ulog_live_peers_locked(struct ulog *u)
+{
+    return u->peer_stalled ? 0 : u->peers_live;
+}
+
+/*
+ * The log's sync thread. Under "always" it fdatasyncs what has been
+ * written as soon as a worker waits on it, back to back while they keep
+ * waiting, so each sync covers every group commit made meanwhile; what
+ * nobody waits on is synced within ULOG_LAZY_SYNC_MS. Under "every N ms"
+ * it syncs on that beat. Between syncs it prepares log space ahead of the
+ * appends.
+ */
+void *
+ulog_sync_main(void *arg)
+{
+    struct ulog *u = arg;
+    uint64_t next_sync = util_mono_ms() + u->o.fsync_ms;
+    util_thread_name("kura-sync");
+
+    pthread_mutex_lock(&u->lock);
+    while (!u->stopping) {
+        /* U11: "peer" syncs for waiters only while no peer is linked, or
+         * the linked one has stalled. */
+        uint64_t stall_in = ulog_peer_check_stall_locked(u);
+        bool always = ulog_sync_on_demand(u->o.fsync, ulog_live_peers_locked(u));
+        /* U12: "peer" also syncs on its beat, linked or not. */
+        bool beat = u->o.fsync == ULOG_FSYNC_INTERVAL ||
+                    u->o.fsync == ULOG_FSYNC_PEER;
+        uint64_t wait_ms = 100;
+        if (always) {
+            uint64_t due = _sync_due_in_locked(u);
+            if (due == 0) {
+                _sync_locked(u);
+                continue;
+            }
+            wait_ms = due < wait_ms ? due : wait_ms;
+        }
+        _prepare_locked(u);
+        if (beat && !u->failed) {
+            uint64_t now = util_mono_ms();
+            if (now >= next_sync) {
+                if (u->last_lsn > u->synced_lsn) {
+                    _sync_locked(u);
+                }
+                now = util_mono_ms();
+                next_sync = now + u->o.fsync_ms;
+            }
+            wait_ms = next_sync - now < wait_ms ? next_sync - now : wait_ms;
+        }
+        wait_ms = stall_in < wait_ms ? stall_in : wait_ms;
+        if (ulog_sync_on_demand(u->o.fsync, ulog_live_peers_locked(u)) &&
+            _sync_due_in_locked(u) == 0) {
+            continue; /* a worker began waiting while space was prepared */
+        }
+        struct timespec until;
+        util_deadline_ms(&until, wait_ms);
+        pthread_cond_timedwait(&u->sync_cond, &u->lock, &until);
+    }
+    pthread_mutex_unlock(&u->lock);
+    return NULL;
+}
