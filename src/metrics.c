@@ -251,6 +251,9 @@ static const struct _entry entries[] = {
      METRICS_COUNTER, AS_IS, "Full resynchronisations from the master.", NULL},
     {"kura_repl_master_connects", "kura_repl_master_connects_total",
      METRICS_COUNTER, AS_IS, "Connections made to the master.", NULL},
+    {"kura_repl_master_connect_failures",
+     "kura_repl_master_connect_failures_total", METRICS_COUNTER, AS_IS,
+     "Attempts to connect to the master that reached none.", NULL},
     {"kura_repl_master_wacks", "kura_repl_master_wacks_total",
      METRICS_COUNTER, AS_IS, "-fsync peer: positions reported written to "
      "the master.", NULL},

@@ -124,6 +124,8 @@ _stats_replication(const struct stats_snapshot *snap,
                               m->resyncs);
         ok = ok && reply_stat(out, req, "kura_repl_master_connects",
                               "%" PRIu64, m->connects);
+        ok = ok && reply_stat(out, req, "kura_repl_master_connect_failures",
+                              "%" PRIu64, m->connect_failures);
         ok = ok && reply_stat(out, req, "kura_repl_master_wacks", "%" PRIu64,
                               m->wacks);
         ok = ok && reply_stat(out, req, "kura_repl_master_delay_p50_us",

@@ -59,6 +59,8 @@ struct repl_master {
     struct ulog *ulog;
     struct store *store;
     struct txn_engine *eng;     /* flush_all state for R4, or NULL */
+    void (*on_follower)(void *arg, uint32_t sid);
+    void *on_follower_arg;
     const struct repl_auth *auth;
     uint32_t sid;
     bool durable_only;
@@ -746,6 +748,9 @@ _sender_main(void *arg)
                  "sending back its own records up to lsn %" PRIu64,
                  s->hello.sid, last_lsn);
     }
+    if (m->on_follower != NULL) {
+        m->on_follower(m->on_follower_arg, s->hello.sid);
+    }
     enum ulog_status st = ULOG_EGAP;
     if (s->hello.after <= last_lsn) {
         st = ulog_reader_open(m->ulog, s->hello.after, &r);
@@ -840,6 +845,14 @@ void
 repl_master_set_engine(struct repl_master *m, struct txn_engine *eng)
 {
     m->eng = eng;
+}
+
+void
+repl_master_on_follower(struct repl_master *m,
+                        void (*fn)(void *arg, uint32_t sid), void *arg)
+{
+    m->on_follower = fn;
+    m->on_follower_arg = arg;
 }
 
 int

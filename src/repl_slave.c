@@ -47,6 +47,7 @@ struct repl_slave {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool stopping;
+    bool peer_back;     /* the master came back: end the retry pause */
     int fd;
     struct repl_slave_stats st;
     struct hist delay;  /* guarded by lock */
@@ -117,6 +118,34 @@ _pause(struct repl_slave *s, unsigned ms)
     pthread_mutex_lock(&s->lock);
     while (!s->stopping &&
            pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT) {
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* The pause before reconnecting: ends early when the master is back;
+ * returns true then. */
+static bool
+_pause_retry(struct repl_slave *s, unsigned ms)
+{
+    struct timespec until;
+    util_deadline_ms(&until, ms);
+    pthread_mutex_lock(&s->lock);
+    while (!s->stopping && !s->peer_back &&
+           pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT) {
+    }
+    bool back = s->peer_back;
+    s->peer_back = false;
+    pthread_mutex_unlock(&s->lock);
+    return back;
+}
+
+void
+repl_slave_peer_back(struct repl_slave *s)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->fd < 0) {
+        s->peer_back = true;
+        pthread_cond_broadcast(&s->cond);
     }
     pthread_mutex_unlock(&s->lock);
 }
@@ -527,7 +556,13 @@ _main(void *arg)
             log_limited(s->log, LOG_WARN, "repl: cannot reach master %s:%d: "
                         "%s; retrying", s->o.host, s->o.port,
                         strerror(errno));
-            _pause(s, backoff);
+            pthread_mutex_lock(&s->lock);
+            s->st.connect_failures++;
+            pthread_mutex_unlock(&s->lock);
+            if (_pause_retry(s, backoff)) {
+                backoff = BACKOFF_MIN_MS;
+                continue;
+            }
             backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
                                                    : backoff * 2;
             continue;
@@ -545,7 +580,10 @@ _main(void *arg)
         if (util_mono_ms() - started > 1000) {
             backoff = BACKOFF_MIN_MS;
         }
-        _pause(s, backoff);
+        if (_pause_retry(s, backoff)) {
+            backoff = BACKOFF_MIN_MS;
+            continue;
+        }
         backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
     }
     return NULL;

@@ -11,6 +11,8 @@
  * master says the position is gone, a full snapshot is applied first.
  * When the master is unreachable, the thread retries with backoff (100 ms
  * doubling to 5 s) while this server keeps serving; nothing else waits.
+ * The backoff ends at once when the master connects back to us as a
+ * follower (repl_slave_peer_back): it has restarted.
  *
  * Thread-safety: repl_slave_stats() may be called from any thread.
  */
@@ -38,6 +40,7 @@ struct repl_slave_stats {
     uint64_t applied;       /* of which won and were applied */
     uint64_t resyncs;
     uint64_t connects;
+    uint64_t connect_failures; /* attempts that reached no master */
     uint64_t wacks;         /* positions reported written (WACK, R5) */
     /* From the master's log append to applied here, per record: exact
      * when both servers share a clock, approximate with NTP. */
@@ -79,6 +82,15 @@ uint64_t repl_slave_applied(struct repl_slave *s);
 
 /* Copies the current figures. */
 void repl_slave_stats(struct repl_slave *s, struct repl_slave_stats *out);
+
+/*
+ * Tells the slave that its master is reachable again (it has just
+ * connected to us as a follower, so it restarted): while disconnected,
+ * the slave stops its backoff and reconnects now, so that writes taken
+ * by the restarted server reach this one in milliseconds, not after the
+ * rest of a pause of up to 5 s. Safe from any thread; never blocks on I/O.
+ */
+void repl_slave_peer_back(struct repl_slave *s);
 
 /* Stops the thread, persists the position and frees `s`. NULL-safe. */
 void repl_slave_destroy(struct repl_slave *s);

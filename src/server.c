@@ -350,6 +350,15 @@ _log_open_report(struct server *srv, const struct store_open_report *rep)
              sr->unreadable, sr->first_damage);
 }
 
+/* A peer that connects to us as a follower is up again: the slave
+ * following it stops waiting out its backoff (repl_slave_peer_back). */
+static void
+_peer_is_back(void *arg, uint32_t sid)
+{
+    (void)sid;
+    repl_slave_peer_back(arg);
+}
+
 static int
 _open_storage(struct server *srv, char *err, size_t errlen)
 {
@@ -455,6 +464,7 @@ _open_storage(struct server *srv, char *err, size_t errlen)
         if (srv->slave == NULL) {
             return -1;
         }
+        repl_master_on_follower(srv->master, _peer_is_back, srv->slave);
     }
     return 0;
 }
