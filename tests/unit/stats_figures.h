@@ -119,6 +119,7 @@ static const char *const stats_figures[] = {
     "kura_repl_master_applied",
     "kura_repl_master_resyncs",
     "kura_repl_master_connects",
+    "kura_repl_master_connect_failures",
     "kura_repl_master_wacks",
     "kura_repl_master_delay_p50_us",
     "kura_repl_master_delay_p99_us",
