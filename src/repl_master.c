@@ -59,7 +59,7 @@ struct repl_master {
     struct ulog *ulog;
     struct store *store;
     struct txn_engine *eng;     /* flush_all state for R4, or NULL */
-    void (*on_follower)(void *arg, uint32_t sid);
+    void (*on_follower)(void *arg);
     void *on_follower_arg;
     const struct repl_auth *auth;
     uint32_t sid;
@@ -749,7 +749,7 @@ _sender_main(void *arg)
                  s->hello.sid, last_lsn);
     }
     if (m->on_follower != NULL) {
-        m->on_follower(m->on_follower_arg, s->hello.sid);
+        m->on_follower(m->on_follower_arg);
     }
     enum ulog_status st = ULOG_EGAP;
     if (s->hello.after <= last_lsn) {
@@ -849,7 +849,7 @@ repl_master_set_engine(struct repl_master *m, struct txn_engine *eng)
 
 void
 repl_master_on_follower(struct repl_master *m,
-                        void (*fn)(void *arg, uint32_t sid), void *arg)
+                        void (*fn)(void *arg), void *arg)
 {
     m->on_follower = fn;
     m->on_follower_arg = arg;

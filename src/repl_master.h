@@ -114,13 +114,12 @@ struct repl_master *repl_master_create(struct ulog *ulog, struct store *store,
 void repl_master_set_engine(struct repl_master *m, struct txn_engine *eng);
 
 /*
- * Calls `fn(arg, sid)` from the follower's thread each time an
- * authenticated peer with server id `sid` has said where it follows
- * from: a restarted peer is back. Call before the first connection; `arg`
+ * Calls `fn(arg)` from the follower's thread each time an authenticated
+ * peer has said where it follows from: a restarted peer is back. Call before the first connection; `arg`
  * must outlive the master. `fn` must not block.
  */
 void repl_master_on_follower(struct repl_master *m,
-                             void (*fn)(void *arg, uint32_t sid), void *arg);
+                             void (*fn)(void *arg), void *arg);
 
 /*
  * Takes over `fd`, a connection whose first line was "REPL <args>", and

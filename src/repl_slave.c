@@ -110,33 +110,34 @@ _stopping(struct repl_slave *s)
 }
 
 /* Sleeps `ms` unless asked to stop. */
-static void
-_pause(struct repl_slave *s, unsigned ms)
-{
-    struct timespec until;
-    util_deadline_ms(&until, ms);
-    pthread_mutex_lock(&s->lock);
-    while (!s->stopping &&
-           pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT) {
-    }
-    pthread_mutex_unlock(&s->lock);
-}
-
-/* The pause before reconnecting: ends early when the master is back;
- * returns true then. */
+/* Waits `ms`, or until stopping; with `or_peer_back`, also until the
+ * master is back, which it reports (and consumes) by returning true. */
 static bool
-_pause_retry(struct repl_slave *s, unsigned ms)
+_pause(struct repl_slave *s, unsigned ms, bool or_peer_back)
 {
     struct timespec until;
     util_deadline_ms(&until, ms);
     pthread_mutex_lock(&s->lock);
-    while (!s->stopping && !s->peer_back &&
+    while (!s->stopping && !(or_peer_back && s->peer_back) &&
            pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT) {
     }
-    bool back = s->peer_back;
-    s->peer_back = false;
+    bool back = or_peer_back && s->peer_back;
+    if (back) {
+        s->peer_back = false;
+    }
     pthread_mutex_unlock(&s->lock);
     return back;
+}
+
+/* The pause before reconnecting; returns the backoff for the next one:
+ * doubled up to the cap, or back to the minimum when the master is back. */
+static unsigned
+_retry_pause(struct repl_slave *s, unsigned backoff)
+{
+    if (_pause(s, backoff, true)) {
+        return BACKOFF_MIN_MS;
+    }
+    return backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
 }
 
 void
@@ -335,7 +336,7 @@ _persist_main(void *arg)
     struct repl_slave *s = arg;
     util_thread_name("kura-rts");
     while (!_stopping(s)) {
-        _pause(s, PERSIST_MS);
+        (void)_pause(s, PERSIST_MS, false);
         _persist(s);
     }
     return NULL;
@@ -559,12 +560,7 @@ _main(void *arg)
             pthread_mutex_lock(&s->lock);
             s->st.connect_failures++;
             pthread_mutex_unlock(&s->lock);
-            if (_pause_retry(s, backoff)) {
-                backoff = BACKOFF_MIN_MS;
-                continue;
-            }
-            backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
-                                                   : backoff * 2;
+            backoff = _retry_pause(s, backoff);
             continue;
         }
         pthread_mutex_lock(&s->lock);
@@ -580,11 +576,7 @@ _main(void *arg)
         if (util_mono_ms() - started > 1000) {
             backoff = BACKOFF_MIN_MS;
         }
-        if (_pause_retry(s, backoff)) {
-            backoff = BACKOFF_MIN_MS;
-            continue;
-        }
-        backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+        backoff = _retry_pause(s, backoff);
     }
     return NULL;
 }

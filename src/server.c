@@ -351,11 +351,10 @@ _log_open_report(struct server *srv, const struct store_open_report *rep)
 }
 
 /* A peer that connects to us as a follower is up again: the slave
- * following it stops waiting out its backoff (repl_slave_peer_back). */
+ * following it stops waiting out its backoff. */
 static void
-_peer_is_back(void *arg, uint32_t sid)
+_peer_is_back(void *arg)
 {
-    (void)sid;
     repl_slave_peer_back(arg);
 }
 
