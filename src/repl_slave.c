@@ -23,6 +23,10 @@
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
+/* After the master came back: how often and how long to retry while it
+ * catches up before listening (its -catchup, 30 s by default). */
+#define PEER_BACK_RETRY_MS 20
+#define PEER_BACK_WINDOW_MS 60000
 #define ACK_MS 100      /* how often the durable position is acknowledged */
 #define PERSIST_MS 1000 /* how often it is written to the -rts file */
 #define HELLO_TIMEOUT_MS 5000
@@ -48,6 +52,9 @@ struct repl_slave {
     pthread_cond_t cond;
     bool stopping;
     bool peer_back;     /* the master came back: end the retry pause */
+    uint64_t peer_back_until; /* retry every PEER_BACK_RETRY_MS until then
+                                 (monotonic ms; the thread's own) */
+    enum repl_slave_first first; /* guarded by lock */
     int fd;
     struct repl_slave_stats st;
     struct hist delay;  /* guarded by lock */
@@ -130,14 +137,41 @@ _pause(struct repl_slave *s, unsigned ms, bool or_peer_back)
 }
 
 /* The pause before reconnecting; returns the backoff for the next one:
- * doubled up to the cap, or back to the minimum when the master is back. */
+ * doubled up to the cap, or back to the minimum when the master is back.
+ * A master that is back may refuse us while it catches up itself: it is
+ * retried often for a while, so its new writes reach us at once. */
 static unsigned
 _retry_pause(struct repl_slave *s, unsigned backoff)
 {
-    if (_pause(s, backoff, true)) {
+    bool soon = util_mono_ms() < s->peer_back_until;
+    if (_pause(s, soon ? PEER_BACK_RETRY_MS : backoff, true)) {
+        s->peer_back_until = util_mono_ms() + PEER_BACK_WINDOW_MS;
         return BACKOFF_MIN_MS;
     }
+    if (soon) {
+        return backoff;
+    }
     return backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+}
+
+/* Records the first attempt's outcome, if it is still open. */
+static void
+_first_outcome(struct repl_slave *s, enum repl_slave_first outcome)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->first == REPL_SLAVE_FIRST_PENDING) {
+        s->first = outcome;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+enum repl_slave_first
+repl_slave_first(struct repl_slave *s)
+{
+    pthread_mutex_lock(&s->lock);
+    enum repl_slave_first first = s->first;
+    pthread_mutex_unlock(&s->lock);
+    return first;
 }
 
 void
@@ -199,6 +233,7 @@ struct session {
     uint64_t last_frame_ms;
     bool wack;        /* the master asked for WACK frames (R5) */
     uint64_t wacked;  /* position last reported written */
+    bool heard_end;   /* a heartbeat came: all sent before it is staged */
 };
 
 /* Applies one frame. Returns -1 to end the session. */
@@ -220,6 +255,9 @@ _frame(struct repl_slave *s, struct session *ss, const struct repl_frame *f)
         /* R6: a heartbeat comes once the master has sent everything, our
          * own records asked back included. */
         s->o.own_back = false;
+        if (!ss->in_snapshot) {
+            ss->heard_end = true;
+        }
         pthread_mutex_lock(&s->lock);
         s->st.master_lsn = f->lsn;
         s->master_seq = f->seq;
@@ -535,6 +573,11 @@ _session(struct repl_slave *s, int fd)
         if (!ss.in_snapshot) {
             _push(s, s->batch.last_lsn, ss.pos_lsn, ss.pos_seq);
         }
+        /* Applied: what the master had when it sent the heartbeat is
+         * readable here now. */
+        if (ss.heard_end) {
+            _first_outcome(s, REPL_SLAVE_FIRST_CAUGHT_UP);
+        }
         if (_acknowledge(s, &ss, fd, false) != 0) {
             break;
         }
@@ -560,9 +603,11 @@ _main(void *arg)
             pthread_mutex_lock(&s->lock);
             s->st.connect_failures++;
             pthread_mutex_unlock(&s->lock);
+            _first_outcome(s, REPL_SLAVE_FIRST_FAILED);
             backoff = _retry_pause(s, backoff);
             continue;
         }
+        s->peer_back_until = 0; /* it listens */
         pthread_mutex_lock(&s->lock);
         s->fd = fd;
         pthread_mutex_unlock(&s->lock);
@@ -572,6 +617,7 @@ _main(void *arg)
         s->fd = -1;
         s->st.connected = false;
         pthread_mutex_unlock(&s->lock);
+        _first_outcome(s, REPL_SLAVE_FIRST_FAILED); /* if it had not */
         close(fd);
         if (util_mono_ms() - started > 1000) {
             backoff = BACKOFF_MIN_MS;

@@ -12,7 +12,9 @@
  * When the master is unreachable, the thread retries with backoff (100 ms
  * doubling to 5 s) while this server keeps serving; nothing else waits.
  * The backoff ends at once when the master connects back to us as a
- * follower (repl_slave_peer_back): it has restarted.
+ * follower (repl_slave_peer_back): it has restarted, and may hold its
+ * clients' port shut while it catches up (repl_slave_first), so for a
+ * while the thread retries every 20 ms.
  *
  * Thread-safety: repl_slave_stats() may be called from any thread.
  */
@@ -79,6 +81,23 @@ int repl_slave_start(struct repl_slave *s);
  * master logged at or below it has been applied here (T6).
  */
 uint64_t repl_slave_applied(struct repl_slave *s);
+
+/* How the first attempt to follow the master has ended. */
+enum repl_slave_first {
+    REPL_SLAVE_FIRST_PENDING = 0, /* connecting, or still catching up */
+    REPL_SLAVE_FIRST_CAUGHT_UP,   /* all the master had sent when it first
+                                     said so (a heartbeat) is applied here */
+    REPL_SLAVE_FIRST_FAILED,      /* no master reached, or the session
+                                     ended first (refused, closed, error) */
+};
+
+/*
+ * The outcome of the first attempt after repl_slave_start(): a server
+ * restarted beside a live peer polls it to hold its clients until it
+ * holds what the peer took meanwhile. Later sessions do not change it.
+ * Never blocks on I/O; any thread.
+ */
+enum repl_slave_first repl_slave_first(struct repl_slave *s);
 
 /* Copies the current figures. */
 void repl_slave_stats(struct repl_slave *s, struct repl_slave_stats *out);

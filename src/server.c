@@ -90,6 +90,9 @@ struct server {
     struct event *sig_term;
     struct event *sig_int;
     struct event *sig_hup;
+    struct event *catchup;       /* polls the slave while clients wait */
+    uint64_t catchup_since_ms;
+    int exit_status;             /* set when serving failed after start */
     int64_t started_s;
     uint32_t maxconn; /* -maxconn, lowered to fit the descriptor limit */
     _Atomic uint32_t verbosity; /* the last "verbosity" level */
@@ -521,6 +524,120 @@ _start_workers(struct server *srv, char *err, size_t errlen)
     return 0;
 }
 
+/* Reports a start that failed, to the log, -dmn's parent and systemd. */
+static void
+_start_failed(struct server *srv, const char *err)
+{
+    log_error(&srv->log, "%s", err);
+    daemon_notify(srv->notify_fd, err);
+    srv->notify_fd = -1;
+    char state[1024 + 32];
+    snprintf(state, sizeof(state), "STATUS=cannot start: %s", err);
+    _notify_systemd(srv, state);
+}
+
+/* Opens the port to clients and says kurad is ready. Returns 0 or -1. */
+static int
+_serve(struct server *srv, char *err, size_t errlen)
+{
+    const struct settings *s = srv->settings;
+
+    if (listener_open(&srv->listener, srv->base, s->host, s->port,
+                      srv->workers, srv->nworkers, srv->maxconn,
+                      &srv->shared.curr_conns, &srv->log, err,
+                      errlen) != 0) {
+        return -1;
+    }
+    srv->listening = true;
+    char db[DBSPEC_PATH_MAX + 128];
+    dbspec_format(&s->db, db, sizeof(db));
+    log_info(&srv->log,
+             "kurad %s started: pid %ld, listening on %s%s%d, %d threads, "
+             "database %s",
+             PACKAGE_VERSION, (long)getpid(), s->host,
+             s->port == 0 ? "" : ":", s->port, srv->nworkers, db);
+    daemon_notify(srv->notify_fd, NULL);
+    srv->notify_fd = -1;
+    /* The same moment for systemd (Type=notify). Under -dmn the process
+     * it started has gone: MAINPID names the daemon. */
+    char state[PATH_MAX + 96];
+    int n = snprintf(state, sizeof(state), "READY=1\nSTATUS=serving on %s",
+                     s->host);
+    if (s->port != 0) {
+        n += snprintf(state + n, sizeof(state) - (size_t)n, ":%d", s->port);
+    }
+    if (s->dmn) {
+        snprintf(state + n, sizeof(state) - (size_t)n, "\nMAINPID=%ld",
+                 (long)getpid());
+    }
+    _notify_systemd(srv, state);
+    return 0;
+}
+
+/*
+ * Until the slave has caught up with a reachable master (or failed to
+ * reach it, or -catchup passed), the port stays shut: a restarted server
+ * beside a live peer must not answer a read with a value older than one
+ * the peer acknowledged while it was down, nor miss its own writes that
+ * only the peer kept (R6). A shut port is what memcached clients fail
+ * over on; a busy one they would wait on.
+ */
+static void
+_on_catchup_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct server *srv = arg;
+    const struct settings *s = srv->settings;
+    (void)fd;
+    (void)what;
+
+    enum repl_slave_first first = repl_slave_first(srv->slave);
+    uint64_t waited = util_mono_ms() - srv->catchup_since_ms;
+    if (first == REPL_SLAVE_FIRST_PENDING &&
+        waited < (uint64_t)s->catchup_s * 1000) {
+        return;
+    }
+    event_free(srv->catchup);
+    srv->catchup = NULL;
+    if (first == REPL_SLAVE_FIRST_CAUGHT_UP) {
+        log_info(&srv->log, "repl: caught up with master %s:%d in %" PRIu64
+                 " ms; serving clients", s->mhost, s->mport, waited);
+    } else if (first == REPL_SLAVE_FIRST_FAILED) {
+        log_warn(&srv->log, "repl: master %s:%d not followed; serving what "
+                 "this server holds", s->mhost, s->mport);
+    } else {
+        struct repl_slave_stats st;
+        repl_slave_stats(srv->slave, &st);
+        log_warn(&srv->log, "repl: still catching up with master %s:%d after "
+                 "%u s (%" PRIu64 " records behind); serving meanwhile",
+                 s->mhost, s->mport, s->catchup_s, st.lag_records);
+    }
+    char err[1024];
+    if (_serve(srv, err, sizeof(err)) != 0) {
+        _start_failed(srv, err);
+        srv->exit_status = 1;
+        event_base_loopbreak(srv->base);
+    }
+}
+
+static int
+_hold_for_catchup(struct server *srv, char *err, size_t errlen)
+{
+    const struct settings *s = srv->settings;
+    const struct timeval tick = {0, 5000};
+
+    srv->catchup = event_new(srv->base, -1, EV_PERSIST, _on_catchup_tick,
+                             srv);
+    if (srv->catchup == NULL || event_add(srv->catchup, &tick) != 0) {
+        snprintf(err, errlen, "cannot wait for replication");
+        return -1;
+    }
+    srv->catchup_since_ms = util_mono_ms();
+    log_info(&srv->log, "repl: catching up with master %s:%d before serving "
+             "clients (at most %u s, -catchup)", s->mhost, s->mport,
+             s->catchup_s);
+    return 0;
+}
+
 static int
 _start(struct server *srv, char *err, size_t errlen)
 {
@@ -559,13 +676,6 @@ _start(struct server *srv, char *err, size_t errlen)
     if (_start_workers(srv, err, errlen) != 0) {
         return -1;
     }
-    if (listener_open(&srv->listener, srv->base, s->host, s->port,
-                      srv->workers, srv->nworkers, srv->maxconn,
-                      &srv->shared.curr_conns, &srv->log, err,
-                      errlen) != 0) {
-        return -1;
-    }
-    srv->listening = true;
     if (sweeper_init(&srv->sweeper, &srv->eng, &srv->log, SWEEPER_SLICE_KEYS,
                      SWEEPER_PAUSE_MS, s->item_max + RECORD_HEADER_MAX + 1,
                      _tombstone_limits, srv) != 0 ||
@@ -589,7 +699,10 @@ _start(struct server *srv, char *err, size_t errlen)
         snprintf(err, errlen, "cannot install signal handlers");
         return -1;
     }
-    return 0;
+    if (srv->slave != NULL && s->catchup_s > 0) {
+        return _hold_for_catchup(srv, err, errlen);
+    }
+    return _serve(srv, err, errlen);
 }
 
 static int
@@ -599,6 +712,10 @@ _stop(struct server *srv)
 
     if (srv->listening) {
         listener_close(&srv->listener);
+    }
+    if (srv->catchup != NULL) {
+        event_free(srv->catchup);
+        srv->catchup = NULL;
     }
     for (int i = 0; i < srv->nworkers; i++) {
         worker_stop(&srv->workers[i]);
@@ -734,42 +851,17 @@ server_run(const struct settings *settings)
         return 1;
     }
     if (_start(&srv, err, sizeof(err)) != 0) {
-        log_error(&srv.log, "%s", err);
-        daemon_notify(srv.notify_fd, err);
-        char state[sizeof(err) + 32];
-        snprintf(state, sizeof(state), "STATUS=cannot start: %s", err);
-        _notify_systemd(&srv, state);
+        _start_failed(&srv, err);
         _stop(&srv);
         daemon_sd_close(&srv.sd);
         log_close(&srv.log);
         return 1;
     }
-    char db[DBSPEC_PATH_MAX + 128];
-    dbspec_format(&settings->db, db, sizeof(db));
-    log_info(&srv.log,
-             "kurad %s started: pid %ld, listening on %s%s%d, %d threads, "
-             "database %s",
-             PACKAGE_VERSION, (long)getpid(), settings->host,
-             settings->port == 0 ? "" : ":", settings->port,
-             srv.nworkers, db);
-    daemon_notify(srv.notify_fd, NULL);
-    srv.notify_fd = -1;
-    /* The same moment for systemd (Type=notify). Under -dmn the process
-     * it started has gone: MAINPID names the daemon. */
-    char state[PATH_MAX + 96];
-    int n = snprintf(state, sizeof(state), "READY=1\nSTATUS=serving on %s",
-                     settings->host);
-    if (settings->port != 0) {
-        n += snprintf(state + n, sizeof(state) - (size_t)n, ":%d",
-                      settings->port);
-    }
-    if (settings->dmn) {
-        snprintf(state + n, sizeof(state) - (size_t)n, "\nMAINPID=%ld",
-                 (long)getpid());
-    }
-    _notify_systemd(&srv, state);
     event_base_dispatch(srv.base);
-    int status = _stop(&srv);
+    /* Stopped while catching up: -dmn's parent still waits. */
+    daemon_notify(srv.notify_fd, "stopped before serving clients");
+    srv.notify_fd = -1;
+    int status = _stop(&srv) != 0 ? 1 : srv.exit_status;
     daemon_sd_close(&srv.sd);
     log_info(&srv.log, "kurad stopped");
     log_close(&srv.log);

@@ -35,6 +35,7 @@ settings_init(struct settings *s)
     s->fsync_ms = 1000;
     s->sid = SETTINGS_DEFAULT_SID;
     s->mport = SETTINGS_DEFAULT_PORT;
+    s->catchup_s = SETTINGS_DEFAULT_CATCHUP_S;
     s->maxconn = SETTINGS_DEFAULT_MAXCONN;
     s->item_max = SETTINGS_DEFAULT_ITEM_MAX;
 }
@@ -49,9 +50,9 @@ settings_usage(FILE *out, const char *prog)
         "  %s [-host name] [-port num] [-thnum num] [-tout num] [-dmn]\n"
         "        [-pid path] [-kl] [-log path] [-ld|-le] [-ulog path]\n"
         "        [-ulim num] [-uas] [-sid num] [-mhost name] [-mport num]\n"
-        "        [-rts path] [-mask expr] [-unmask expr] [-maxconn num]\n"
-        "        [-itemmax size] [-fsync policy] [-ukeep num] [-ckpt secs]\n"
-        "        [-rkey path] [-auth path] [-nohttp] [dbname]\n"
+        "        [-rts path] [-catchup secs] [-mask expr] [-unmask expr]\n"
+        "        [-maxconn num] [-itemmax size] [-fsync policy] [-ukeep num]\n"
+        "        [-ckpt secs] [-rkey path] [-auth path] [-nohttp] [dbname]\n"
         "\n"
         "  -host name     address to listen on (default %s; 0.0.0.0 for all)\n"
         "  -port num      TCP port (default %d); 0 makes -host a unix socket\n"
@@ -77,6 +78,9 @@ settings_usage(FILE *out, const char *prog)
         "  -mhost name    replication master host\n"
         "  -mport num     replication master port (default %d)\n"
         "  -rts path      replication position file (default: ulog/rts)\n"
+        "  -catchup secs  with -mhost, serve clients only once caught up with\n"
+        "                 a reachable master, waiting at most secs (default\n"
+        "                 %d); 0 serves at once, as ttserver did\n"
         "  -rkey path     replication shared key (mode 600 file); without\n"
         "                 it only peers on this host may replicate\n"
         "  -nohttp        do not serve HTTP on the port (as memcached)\n"
@@ -93,7 +97,7 @@ settings_usage(FILE *out, const char *prog)
         prog, prog, SETTINGS_DEFAULT_HOST, SETTINGS_DEFAULT_PORT,
         settings_default_thnum(), SETTINGS_DEFAULT_PID,
         SETTINGS_DEFAULT_UKEEP, SETTINGS_DEFAULT_CKPT_S, SETTINGS_DEFAULT_SID,
-        SETTINGS_DEFAULT_PORT,
+        SETTINGS_DEFAULT_PORT, SETTINGS_DEFAULT_CATCHUP_S,
         SETTINGS_DEFAULT_MAXCONN, SETTINGS_DEFAULT_DB);
 }
 
@@ -242,6 +246,13 @@ _parse_valued(struct settings *s, const char *flag, const char *v, char *err,
         return _copy_arg(flag, s->rts_path, sizeof(s->rts_path), v, err,
                          errlen);
     }
+    if (strcmp(flag, "-catchup") == 0) {
+        if (!_parse_num(flag, v, 0, 3600, &n, err, errlen)) {
+            return false;
+        }
+        s->catchup_s = (uint32_t)n;
+        return true;
+    }
     if (strcmp(flag, "-rkey") == 0) {
         return _copy_arg(flag, s->rkey_path, sizeof(s->rkey_path), v, err,
                          errlen);
@@ -281,7 +292,7 @@ _is_valued(const char *flag)
         "-host", "-port", "-thnum", "-tout", "-pid", "-log", "-ulog",
         "-ulim", "-sid", "-mhost", "-mport", "-rts", "-mask", "-unmask",
         "-maxconn", "-itemmax", "-fsync", "-ukeep", "-ckpt", "-rkey",
-        "-auth",
+        "-auth", "-catchup",
     };
     for (size_t i = 0; i < sizeof(valued) / sizeof(valued[0]); i++) {
         if (strcmp(flag, valued[i]) == 0) {

@@ -4,7 +4,7 @@
  *   kurad [-host name] [-port num] [-thnum num] [-tout num] [-dmn]
  *         [-pid path] [-kl] [-log path] [-ld|-le] [-ulog path] [-ulim num]
  *         [-uas] [-sid num] [-mhost name] [-mport num] [-rts path]
- *         [-mask expr] [-unmask expr] [-maxconn num] [-itemmax size]
+ *         [-catchup secs] [-mask expr] [-unmask expr] [-maxconn num] [-itemmax size]
  *         [-fsync policy] [-ukeep num] [-ckpt secs] [-rkey path]
  *         [-auth path] [-nohttp] [dbname]
  *
@@ -36,6 +36,7 @@
 #define SETTINGS_DEFAULT_SID 1
 #define SETTINGS_DEFAULT_CKPT_S 25
 #define SETTINGS_DEFAULT_UKEEP 8
+#define SETTINGS_DEFAULT_CATCHUP_S 30
 
 enum settings_log_level {
     SETTINGS_LOG_DEBUG, /* -ld */
@@ -66,6 +67,8 @@ struct settings {
     char mhost[PATH_MAX]; /* replication master, "" = none */
     int mport;
     char rts_path[PATH_MAX]; /* replication timestamp file */
+    uint32_t catchup_s;  /* with -mhost: how long to catch up before
+                            clients are served; 0 = serve at once */
     char rkey_path[PATH_MAX]; /* replication shared key file, "" = none */
     char auth_path[PATH_MAX]; /* client password file, "" = no auth */
     uint64_t mask;       /* refused commands (cmdmask.h) */

@@ -20,7 +20,8 @@ protocol.
       It then asks again on the old connection (which fails), and retries
       on a fresh connection every 50 ms, 0.1 s timeouts, until one
       answers; there it reads the session back and increments the
-      counter. OUT.json says how the old connection failed, how many
+      counter, once (2 s timeout): a retried increment whose first reply
+      was only late would count twice. OUT.json says how the old connection failed, how many
       attempts and seconds it took, what came back and which pid
       answered.
 """
@@ -168,13 +169,19 @@ def session(host, port, out):
         try:
             c = Conn(host, port)
             got = c.get(SESSION_KEY)
-            c.s.sendall(b"incr %s:hits 1\r\n" % SESSION_KEY.encode())
-            hits = c.line()
             pid = c.pid()
-            c.close()
         except (OSError, ValueError):
             time.sleep(0.05)
             continue
+        # A server has answered: the increment is sent once, never
+        # retried, so a slow reply cannot count one visit twice.
+        try:
+            c.s.settimeout(2)
+            c.s.sendall(b"incr %s:hits 1\r\n" % SESSION_KEY.encode())
+            hits = c.line()
+        except (OSError, ValueError) as e:
+            hits = f"no answer: {e or type(e).__name__}".encode()
+        c.close()
         result.update({
             "attempts": attempts, "seconds": time.time() - t0,
             "flags": got[0] if got else None,

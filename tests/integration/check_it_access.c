@@ -332,8 +332,10 @@ START_TEST(test_garbage_from_a_master)
     char port[16];
     char hello[256];
     snprintf(port, sizeof(port), "%d", fake_port);
+    /* -catchup 0: the fake master answers only once kurad serves. */
     kura_start(&b, (const char *const[]){"-sid", "2", "-mhost", "127.0.0.1",
-                                         "-mport", port, NULL});
+                                         "-mport", port, "-catchup", "0",
+                                         NULL});
     /* Random bytes after a well-formed answer. */
     int fd = _accept_standby(l, hello, sizeof(hello));
     ck_assert(strncmp(hello, "REPL 1 2 ", 9) == 0);

@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -294,6 +297,91 @@ START_TEST(test_restarted_peer_is_followed_at_once)
                   "its peer");
     fprintf(stderr, "after a restart, A->B in %llu ms\n",
             (unsigned long long)(harness_now_ms() - t0));
+}
+END_TEST
+
+#define CATCHUP_KEYS 5000
+
+/*
+ * A pair member restarted after kill -9 answers clients only once it
+ * holds what its peer took while it was down. Before, it opened its port
+ * first and replication started after, so the first reads, right after
+ * the restart, missed writes the peer had acknowledged.
+ */
+START_TEST(test_restarted_member_serves_only_once_caught_up)
+{
+    char value[201];
+    memset(value, 'v', 200);
+    value[200] = '\0';
+    kura_kill9(&a);
+    int fd = kc_connect(b.port);
+    ck_assert_int_ge(fd, 0);
+    char req[512];
+    for (int i = 0; i < CATCHUP_KEYS; i += 100) {
+        for (int j = i; j < i + 100; j++) {
+            snprintf(req, sizeof(req), "set down:%d 0 0 200 noreply\r\n%s\r\n",
+                     j, value);
+            ck_assert_int_eq(kc_sends(fd, req), 0);
+        }
+        ck_assert(kc_check(fd, "mn\r\n", "MN\r\n"));
+    }
+    close(fd);
+    ck_assert_int_eq(kura_launch(&a), 0);
+    /* The first request after the port opens: the last write and then
+     * every one of them. */
+    fd = kc_connect(a.port);
+    ck_assert_int_ge(fd, 0);
+    char want[512];
+    long missing = 0;
+    for (int j = CATCHUP_KEYS - 1; j >= 0; j--) {
+        snprintf(req, sizeof(req), "mg down:%d v\r\n", j);
+        snprintf(want, sizeof(want), "VA 200\r\n%s\r\n", value);
+        char reply[512];
+        ck_assert_int_eq(kc_sends(fd, req), 0);
+        ck_assert_int_gt(kc_read_until(fd, reply, sizeof(reply), "\r\n",
+                                       5000), 0);
+        if (strncmp(reply, "VA ", 3) == 0) {
+            ck_assert_int_gt(kc_read_until(fd, reply, sizeof(reply), "\r\n",
+                                           5000), 0);
+        } else {
+            missing++;
+        }
+    }
+    close(fd);
+    ck_assert_msg(missing == 0, "the restarted server answered before it "
+                  "caught up: %ld of %d writes missing", missing,
+                  CATCHUP_KEYS);
+    ck_assert(kura_log_has(&a, "caught up with master"));
+}
+END_TEST
+
+/* A master that accepts but never answers holds clients -catchup seconds,
+ * no longer. */
+START_TEST(test_catchup_wait_is_bounded)
+{
+    int silent = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(sa);
+    ck_assert_int_ge(silent, 0);
+    ck_assert_int_eq(bind(silent, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(listen(silent, 8), 0); /* never accepts */
+    ck_assert_int_eq(getsockname(silent, (struct sockaddr *)&sa, &len), 0);
+    char port[16];
+    snprintf(port, sizeof(port), "%d", ntohs(sa.sin_port));
+    struct kura_proc k;
+    kura_init(&k, (const char *const[]){"-catchup", "1", NULL});
+    _follow(&k, "3", port);
+    uint64_t t0 = harness_now_ms();
+    ck_assert_int_eq(kura_launch(&k), 0);
+    uint64_t took = harness_now_ms() - t0;
+    ck_assert(kura_log_has(&k, "still catching up with master"));
+    ck_assert_msg(took >= 1000, "served after %llu ms, before -catchup 1",
+                  (unsigned long long)took);
+    kura_cleanup(&k);
+    close(silent);
 }
 END_TEST
 
@@ -625,12 +713,17 @@ replication_suite(void)
     tcase_add_test(tc, test_write_reaches_peer_within_a_second);
     tcase_add_test(tc, test_kill9_failover_and_catch_up);
     tcase_add_test(tc, test_restarted_peer_is_followed_at_once);
+    tcase_add_test(tc, test_restarted_member_serves_only_once_caught_up);
     tcase_add_test(tc, test_concurrent_writes_converge);
     tcase_add_test(tc, test_expired_item_stays_gone_on_both);
     tcase_add_test(tc, test_flush_all_applies_to_the_pair);
     tcase_add_test(tc, test_rts_file_replaced_atomically);
     tcase_add_test(tc, test_clean_stop_of_a_busy_pair);
     tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("catchup");
+    tcase_add_test(tc, test_catchup_wait_is_bounded);
+    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     tc = tcase_create("recovery");
     tcase_add_checked_fixture(tc, _start_single, _cleanup_single);

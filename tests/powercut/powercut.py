@@ -261,6 +261,19 @@ class CrashMount:
         self.down = True
 
     def start(self):
+        """Mounts; a mount that fails is tried once more (it proves nothing
+        of kurad), and both failures are reported if the second fails."""
+        first = self._try_start()
+        if first is None:
+            return self
+        second = self._try_start()
+        if second is None:
+            return self
+        raise HarnessError("crashfs did not mount %s, twice: %s; then %s" %
+                           (self.mnt, first, second))
+
+    def _try_start(self):
+        """Mounts and reads the device; None, or why it failed."""
         os.makedirs(self.mnt, exist_ok=True)
         if os.path.exists(self.ctl):
             os.unlink(self.ctl)
@@ -268,15 +281,20 @@ class CrashMount:
                                   "--seed", str(self.seed), "-f"], self.log_path)
         self.down = False
         self.h.mounts.append(self)
+        t0 = time.monotonic()
         ok = wait_until(lambda: self.proc.poll() is not None or
                         (mounted(self.mnt) and os.path.exists(self.ctl)), MOUNT_WAIT)
-        if self.proc.poll() is not None or not ok:
+        rc = self.proc.poll()
+        if rc is not None or not ok:
+            why = "%s after %.1f s (mounted %s, control socket %s): %s" % (
+                "exited with %s" % rc if rc is not None else "no mount",
+                time.monotonic() - t0, mounted(self.mnt), os.path.exists(self.ctl),
+                " | ".join(tail(self.log_path, 5)))
             self.teardown(quiet=True)
-            raise HarnessError("crashfs did not mount %s: %s" %
-                               (self.mnt, " | ".join(tail(self.log_path, 5))))
+            return why
         # Read now: after a cut, stat on the mount fails with EIO.
         self.minor = os.minor(os.stat(self.mnt).st_dev)
-        return self
+        return None
 
     def connect(self):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

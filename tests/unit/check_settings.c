@@ -63,6 +63,26 @@ START_TEST(test_ttserver_command_line)
     ck_assert_str_eq(s.mhost, "peer");
     ck_assert_int_eq(s.db.bnum, 2000000);
     ck_assert(!s.default_db);
+    ck_assert_uint_eq(s.catchup_s, SETTINGS_DEFAULT_CATCHUP_S);
+}
+END_TEST
+
+START_TEST(test_catchup)
+{
+    struct settings s;
+    char err[512];
+    const char *off[] = {"kurad", "-catchup", "0", NULL};
+    const char *minute[] = {"kurad", "-catchup", "60", NULL};
+    const char *negative[] = {"kurad", "-catchup", "-1", NULL};
+    const char *words[] = {"kurad", "-catchup", "soon", NULL};
+
+    ck_assert_int_eq(_parse(&s, off, err), SETTINGS_OK);
+    ck_assert_uint_eq(s.catchup_s, 0);
+    ck_assert_int_eq(_parse(&s, minute, err), SETTINGS_OK);
+    ck_assert_uint_eq(s.catchup_s, 60);
+    ck_assert_int_eq(_parse(&s, negative, err), SETTINGS_ERROR);
+    ck_assert(strstr(err, "-catchup") != NULL);
+    ck_assert_int_eq(_parse(&s, words, err), SETTINGS_ERROR);
 }
 END_TEST
 
@@ -206,6 +226,7 @@ settings_suite(void)
     TCase *tc = tcase_create("flags");
     tcase_add_test(tc, test_defaults);
     tcase_add_test(tc, test_ttserver_command_line);
+    tcase_add_test(tc, test_catchup);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_help_and_version);
     tcase_add_test(tc, test_relative_paths_made_absolute);
