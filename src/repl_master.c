@@ -338,6 +338,35 @@ _flushed(const struct expiry_flush *fl, const uint8_t *rec, size_t len,
            meta.kind == RECORD_VALUE && expiry_flushed(fl, meta.ts, now_us);
 }
 
+/* R7: the flush_all state `fl` as FLUSH records stamped `lsn`. */
+static int
+_queue_flush_state(struct sender *s, const struct expiry_flush *fl,
+                   uint64_t lsn)
+{
+    const uint64_t flushes[2][2] = {
+        {fl->applied_us, 0},                /* an immediate flush */
+        {fl->pending_stamp, fl->pending_us} /* a delayed one */
+    };
+    uint8_t rec[LOGREC_HEADER + LOGREC_FLUSH_PAYLOAD];
+    uint8_t hdr[REPL_FRAME_HEADER];
+
+    for (int i = 0; i < 2; i++) {
+        if (flushes[i][0] == 0) {
+            continue;
+        }
+        uint8_t *payload = logrec_begin(rec, LOGREC_FLUSH, s->m->sid, NULL, 0,
+                                        LOGREC_FLUSH_PAYLOAD);
+        logrec_flush_encode(payload, flushes[i][0], flushes[i][1]);
+        logrec_seal(rec, lsn, 0);
+        repl_frame_header(hdr, REPL_FRAME_RECORD, sizeof(rec));
+        if (_queue(s, hdr, sizeof(hdr)) != 0 ||
+            _queue(s, rec, sizeof(rec)) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /*
  * Sends a snapshot of the database (R1) to peer `p`, or to a backup when
  * `p` is NULL. Returns the lsn it covers, or 0; sets `*sent` to the items.
@@ -357,9 +386,10 @@ _send_snapshot(struct sender *s, struct peer *p, uint64_t *sent)
     /* Every record up to `safe` is in the database as the walk starts;
      * later changes follow from the log, and newer always wins. */
     uint64_t safe = ulog_applied_lsn(m->ulog);
-    /* R4: a backup leaves out what the flush_all state hides now. */
+    /* R4, R7: a snapshot leaves out what the flush_all state hides now;
+     * a peer's also carries that state. */
     struct expiry_flush fl;
-    bool hide_flushed = p == NULL && m->eng != NULL;
+    bool hide_flushed = m->eng != NULL;
     uint64_t walk_us = util_now_us();
     if (hide_flushed) {
         txn_flush_state(m->eng, &fl);
@@ -367,6 +397,8 @@ _send_snapshot(struct sender *s, struct peer *p, uint64_t *sent)
     uint8_t frame[16];
     ok = ok && _queue(s, frame, repl_encode_u64(frame, REPL_FRAME_SNAP_BEGIN,
                                                 safe)) == 0;
+    ok = ok && (p == NULL || !hide_flushed ||
+                _queue_flush_state(s, &fl, safe) == 0);
     store_iter_acquire(m->store);
     store_iter_init(m->store);
     while (ok && !_stopped(s)) {

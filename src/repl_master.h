@@ -59,6 +59,12 @@
  *       last N ms, answered on our report under -fsync peer) reach it
  *       again; the ones it still holds are not newer than themselves
  *       (record_newer) and change nothing.
+ *   R7. A peer's snapshot carries the flush_all state read when its walk
+ *       starts: right after SNAP_BEGIN, a FLUSH record of the applied
+ *       point and one of a pending delayed flush, if any (sid: this
+ *       server; the standby logs and applies them like any FLUSH, so the
+ *       standby hides what the master hides, its own older copies
+ *       included). The items that state hides are left out as in R4.
  *
  * Thread-safety: repl_master_accept() and the query functions may be
  * called from any thread.

@@ -317,7 +317,9 @@ _frame(struct repl_slave *s, struct session *ss, const struct repl_frame *f)
     pthread_mutex_lock(&s->lock);
     s->st.received++;
     s->st.applied += applied ? 1 : 0;
-    if (f->type == REPL_FRAME_RECORD) {
+    if (f->type == REPL_FRAME_RECORD && !ss->in_snapshot) {
+        /* A snapshot's records (R7) are stamped with its lsn, not sent
+         * as they were logged: no delay to measure. */
         uint64_t now = util_now_us();
         hist_add(&s->delay, now > f->rec.lsn ? now - f->rec.lsn : 0);
     }

@@ -677,6 +677,46 @@ START_TEST(test_standby_beyond_retention_gets_full_resync)
 END_TEST
 
 /*
+ * A standby that needs a full resync gets the master's flush_all state
+ * with the snapshot: what a flush_all made while it was away hid stays
+ * hidden there, its own copies included. Before, the snapshot carried
+ * the hidden items (flush_all is applied lazily) but not the flush.
+ */
+START_TEST(test_full_resync_carries_flush_all)
+{
+    char req[128];
+    ck_assert(strcmp(_ask(a.port, "set before 0 0 3\r\nold\r\n", "\r\n"),
+                     "STORED\r\n") == 0);
+    ck_assert(_eventually(b.port, "get before\r\n",
+                          "VALUE before 0 3\r\nold\r\nEND\r\n", 2000));
+    ck_assert_int_eq(kura_stop(&b, 30000), 0);
+    int fd = kc_connect(a.port);
+    ck_assert(kc_check(fd, "set hidden 0 0 3\r\nold\r\n", "STORED\r\n"));
+    ck_assert(kc_check(fd, "flush_all\r\n", "OK\r\n"));
+    ck_assert(kc_check(fd, "set after 0 0 3\r\nnew\r\n", "STORED\r\n"));
+    for (int i = 0; i < 3000; i++) {
+        snprintf(req, sizeof(req), "set big%d 0 0 64 noreply\r\n%064d\r\n", i,
+                 i);
+        kc_sends(fd, req);
+    }
+    ck_assert(kc_check(fd, "mn\r\n", "MN\r\n"));
+    close(fd);
+    ck_assert(harness_wait_for(_segments_removed, NULL, 20000));
+    ck_assert_int_eq(kura_launch(&b), 0);
+    struct caught_up cb = {b.port};
+    ck_assert(harness_wait_for(_lag_zero, &cb, 20000));
+    ck_assert_int_ge(_stat(b.port, "kura_repl_master_resyncs"), 1);
+    ck_assert_str_eq(_ask(b.port, "get before hidden after\r\n", "END\r\n"),
+                     "VALUE after 0 3\r\nnew\r\nEND\r\n");
+    /* Stopped and started again, it still holds the flush. */
+    ck_assert_int_eq(kura_stop(&b, 30000), 0);
+    ck_assert_int_eq(kura_launch(&b), 0);
+    ck_assert_str_eq(_ask(b.port, "get before hidden after\r\n", "END\r\n"),
+                     "VALUE after 0 3\r\nnew\r\nEND\r\n");
+}
+END_TEST
+
+/*
  * Works every subsystem of a busy pair, then stops both cleanly: each
  * must exit 0. In the sanitizer build LeakSanitizer makes any leak at a
  * clean shutdown a failure here.
@@ -733,6 +773,7 @@ replication_suite(void)
     tc = tcase_create("retention");
     tcase_add_checked_fixture(tc, _start_small_log_pair, _cleanup_pair);
     tcase_add_test(tc, test_standby_beyond_retention_gets_full_resync);
+    tcase_add_test(tc, test_full_resync_carries_flush_all);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;
