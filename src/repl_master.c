@@ -386,8 +386,8 @@ _send_snapshot(struct sender *s, struct peer *p, uint64_t *sent)
     /* Every record up to `safe` is in the database as the walk starts;
      * later changes follow from the log, and newer always wins. */
     uint64_t safe = ulog_applied_lsn(m->ulog);
-    /* R4, R7: a snapshot leaves out what the flush_all state hides now;
-     * a peer's also carries that state. */
+    /* R4, R7: a snapshot leaves out what the flush_all state hides now,
+     * and carries that state. */
     struct expiry_flush fl;
     bool hide_flushed = m->eng != NULL;
     uint64_t walk_us = util_now_us();
@@ -397,8 +397,7 @@ _send_snapshot(struct sender *s, struct peer *p, uint64_t *sent)
     uint8_t frame[16];
     ok = ok && _queue(s, frame, repl_encode_u64(frame, REPL_FRAME_SNAP_BEGIN,
                                                 safe)) == 0;
-    ok = ok && (p == NULL || !hide_flushed ||
-                _queue_flush_state(s, &fl, safe) == 0);
+    ok = ok && (!hide_flushed || _queue_flush_state(s, &fl, safe) == 0);
     store_iter_acquire(m->store);
     store_iter_init(m->store);
     while (ok && !_stopped(s)) {

@@ -41,8 +41,7 @@
  *       hidden items stay in the file until the sweeper retires them), so
  *       a backup never brings back what a flush_all at or below P hid. A
  *       flush_all logged after the snapshot's lsn reaches the backup as
- *       its record (R2). A delayed flush_all still pending at the walk is
- *       not carried.
+ *       its record (R2); one pending at the walk, by R7.
  *   R5. Under -fsync peer a master asks its peers for WACK frames
  *       (repl_proto.h). A standby sends WACK for a position only once
  *       txn_commit() has returned for every record up to it, i.e. once
@@ -59,12 +58,13 @@
  *       last N ms, answered on our report under -fsync peer) reach it
  *       again; the ones it still holds are not newer than themselves
  *       (record_newer) and change nothing.
- *   R7. A peer's snapshot carries the flush_all state read when its walk
- *       starts: right after SNAP_BEGIN, a FLUSH record of the applied
- *       point and one of a pending delayed flush, if any (sid: this
- *       server; the standby logs and applies them like any FLUSH, so the
- *       standby hides what the master hides, its own older copies
- *       included). The items that state hides are left out as in R4.
+ *   R7. A snapshot, a peer's or a backup's, carries the flush_all state
+ *       read when its walk starts: right after SNAP_BEGIN, a FLUSH record
+ *       (seq 0, the snapshot's lsn, this server's sid) of the applied
+ *       point and one of a pending delayed flush, if any. A standby logs
+ *       and applies them like any FLUSH, so it hides what the master
+ *       hides, its own older copies included; a backup writes them to its
+ *       .flush file. The items that state hides are left out as in R4.
  *
  * Thread-safety: repl_master_accept() and the query functions may be
  * called from any thread.

@@ -3,12 +3,15 @@
  * REPL_FLAG_BACKUP), apart from the socket and the files, so each rule is
  * unit-tested (tests/unit/check_backup_stream). Pure: no I/O; one thread.
  *
- * A backup is SNAP_BEGIN <lsn>, the items, SNAP_END <count>, the log
+ * A backup is SNAP_BEGIN <lsn>, the flush_all state as FLUSH records of
+ * seq 0 (R7; passed to `redo`), the items, SNAP_END <count>, the log
  * records after that lsn up to the position P, and one HEARTBEAT whose
  * stream position is P (repl_master.h, R2). Refused, each with a reason:
  * an item outside SNAP_BEGIN..SNAP_END or one that is not a record
  * (record.h); a count that is not the items received; a second snapshot;
- * a record before SNAP_END, at or below the snapshot's lsn, or not after
+ * inside the snapshot, any record but those FLUSH records before the
+ * first item; a record before SNAP_END, at or below the snapshot's lsn,
+ * or not after
  * the previous one; a seq that skips (the master skips none for a
  * backup); a position that is not the last record (or, with no records,
  * one above the snapshot's lsn); anything after the position; any other

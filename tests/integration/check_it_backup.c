@@ -729,6 +729,51 @@ START_TEST(test_backup_after_flush_all)
 }
 END_TEST
 
+struct gone_arg {
+    int port;
+    const char *key;
+};
+
+static bool
+_gone(void *arg)
+{
+    struct gone_arg *g = arg;
+    char got[256];
+    return !_get(g->port, g->key, got, sizeof(got));
+}
+
+/*
+ * R7: a delayed flush_all still pending when the backup's walk starts is
+ * carried (in OUT.flush): the restored server hides the items once its
+ * deadline passes. Before, the backup held the items and no flush.
+ */
+START_TEST(test_backup_carries_a_pending_flush_all)
+{
+    struct tool_run t;
+    const char *out = _in(&m, "backup.tch");
+
+    _set_many(m.port, "a", "A", 50);
+    int fd = kc_connect(m.port);
+    ck_assert(kc_check(fd, "flush_all 4\r\n", "OK\r\n"));
+    close(fd);
+    uint64_t deadline = harness_now_ms() + 4000;
+    _backup(&t, out, _in(&m, "rkey"), 0);
+    ck_assert_msg(harness_now_ms() < deadline, "the backup outlasted the "
+                  "flush's delay; the test proves nothing");
+    char flush_out[600];
+    snprintf(flush_out, sizeof(flush_out), "%s.flush", out);
+    ck_assert_msg(_exists(flush_out), "no %s", flush_out);
+    kura_init(&r, NULL);
+    _copy(out, r.db);
+    _copy(flush_out, _in(&r, "kura.tch.flush"));
+    ck_assert_int_eq(kura_launch(&r), 0);
+    struct gone_arg g = {r.port, "a49"};
+    ck_assert_msg(harness_wait_for(_gone, &g, 15000),
+                  "the delayed flush_all did not reach the backup");
+    _expect_value(r.port, "a0", NULL);
+}
+END_TEST
+
 /* Sets SO_RCVBUF small and connects to `port`: a slow backup reader. */
 static int
 _slow_connect(int port)
@@ -932,6 +977,7 @@ backup_suite(void)
     tcase_add_test(tc, test_standby_from_backup);
     tcase_add_test(tc, test_point_in_time);
     tcase_add_test(tc, test_backup_after_flush_all);
+    tcase_add_test(tc, test_backup_carries_a_pending_flush_all);
     tcase_add_test(tc, test_slow_backup_holds_the_log);
     tcase_add_test(tc, test_backup_wrong_key_refused);
     tcase_set_timeout(tc, 120);

@@ -200,6 +200,43 @@ START_TEST(test_record_order)
 }
 END_TEST
 
+static int
+_flush_record(uint64_t seq)
+{
+    struct repl_frame f = {.type = REPL_FRAME_RECORD};
+    f.rec.lsn = 100;
+    f.rec.seq = seq;
+    f.rec.op = LOGREC_FLUSH;
+    return backup_stream_frame(&st, &f);
+}
+
+/* R7: the flush_all state leads the snapshot, outside the log's order. */
+START_TEST(test_snapshot_flush_state)
+{
+    ck_assert_int_eq(_begin(100), 0);
+    ck_assert_int_eq(_flush_record(0), 0);
+    ck_assert_int_eq(_flush_record(0), 0);
+    ck_assert_int_eq(_item_frame("a"), 0);
+    ck_assert_int_eq(_snap_end(1), 0);
+    ck_assert_int_eq(_record(101, 11), 0);
+    ck_assert_int_eq(_position(101, 11), 0);
+    ck_assert(backup_stream_done(&st));
+    ck_assert_int_eq(sink.nseqs, 3);
+    ck_assert_int_eq(sink.seqs[0], 0);
+    ck_assert_int_eq(sink.seqs[2], 11);
+    /* Not after an item, not a log record, not before SNAP_BEGIN. */
+    _setup();
+    ck_assert_int_eq(_begin(100), 0);
+    ck_assert_int_eq(_item_frame("a"), 0);
+    _refused(_flush_record(0), "inside the snapshot");
+    _setup();
+    ck_assert_int_eq(_begin(100), 0);
+    _refused(_flush_record(7), "inside the snapshot");
+    _setup();
+    _refused(_flush_record(0), "before the snapshot");
+}
+END_TEST
+
 START_TEST(test_items_outside_the_snapshot)
 {
     _refused(_item_frame("a"), "outside the snapshot");
@@ -283,6 +320,7 @@ backup_stream_suite(void)
     tcase_add_test(tc, test_position_above_snapshot_without_records);
     tcase_add_test(tc, test_seq_gap);
     tcase_add_test(tc, test_record_order);
+    tcase_add_test(tc, test_snapshot_flush_state);
     tcase_add_test(tc, test_items_outside_the_snapshot);
     tcase_add_test(tc, test_malformed_item);
     tcase_add_test(tc, test_snapshot_counts);
