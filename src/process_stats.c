@@ -413,7 +413,9 @@ _stats_items(struct process_ctx *ctx, const struct proto_request *req,
     return ok && reply_stats_end(out, req);
 }
 
-/* stats slabs: class 1's chunks are the items; memory is the file. */
+/* stats slabs: class 1's chunks are the file's records, the used ones
+ * its items (curr_items) and the free ones its tombstones; memory is the
+ * file. */
 static bool
 _stats_slabs(struct process_ctx *ctx, const struct proto_request *req,
              struct buf *out)
@@ -421,8 +423,13 @@ _stats_slabs(struct process_ctx *ctx, const struct proto_request *req,
     const struct process_env *env = ctx->env;
     struct store *store = env->eng->store;
     uint64_t n = store_rnum(store);
+    uint64_t used = _items(env);
     struct stats_snapshot snap;
     bool ok = true;
+
+    if (used > n) {
+        used = n; /* the two are read at slightly different moments */
+    }
 
     memset(&snap, 0, sizeof(snap));
     env->snapshot(env->arg, &snap);
@@ -438,8 +445,9 @@ _stats_slabs(struct process_ctx *ctx, const struct proto_request *req,
         ok = ok && reply_stat(out, req, "1:chunks_per_page", "1");
         ok = ok && reply_stat(out, req, "1:total_pages", "%" PRIu64, n);
         ok = ok && reply_stat(out, req, "1:total_chunks", "%" PRIu64, n);
-        ok = ok && reply_stat(out, req, "1:used_chunks", "%" PRIu64, n);
-        ok = ok && reply_stat(out, req, "1:free_chunks", "0");
+        ok = ok && reply_stat(out, req, "1:used_chunks", "%" PRIu64, used);
+        ok = ok && reply_stat(out, req, "1:free_chunks", "%" PRIu64,
+                              n - used);
         ok = ok && reply_stat(out, req, "1:free_chunks_end", "0");
         for (size_t i = 0; ok && i < sizeof(per_class) / sizeof(per_class[0]);
              i++) {
