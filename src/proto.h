@@ -41,7 +41,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PROTO_KEY_MAX 250
+#include "record.h"
+
+#define PROTO_KEY_MAX RECORD_KEY_MAX
 
 enum proto_cmd {
     PROTO_CMD_GET,

@@ -50,6 +50,9 @@
 #include <stdint.h>
 
 #define RECORD_VERSION 2
+/* Longest key stored: memcached's limit, which every protocol enforces
+ * (proto.h). Modules that walk the store size their buffers by it. */
+#define RECORD_KEY_MAX 250
 /* Longest Content-Type a record keeps. */
 #define RECORD_CTYPE_MAX 127
 /* Largest envelope: 2 + 4 + 8 + 5 + 4 + 4 + 8 + 1 + RECORD_CTYPE_MAX. */

@@ -17,7 +17,6 @@
 #include "atomicfile.h"
 #include "buf.h"
 #include "netio.h"
-#include "proto.h"
 #include "record.h"
 #include "util.h"
 
@@ -375,8 +374,8 @@ static uint64_t
 _send_snapshot(struct sender *s, struct peer *p, uint64_t *sent)
 {
     struct repl_master *m = s->m;
-    uint8_t hdr[REPL_FRAME_HEADER + 2 + PROTO_KEY_MAX];
-    char key[PROTO_KEY_MAX + 1];
+    uint8_t hdr[REPL_FRAME_HEADER + 2 + RECORD_KEY_MAX];
+    char key[RECORD_KEY_MAX + 1];
     size_t nkey;
     size_t cap = (size_t)64 << 10;
     uint8_t *scratch = malloc(cap);

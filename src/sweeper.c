@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "expiry.h"
-#include "proto.h"
+#include "record.h"
 #include "util.h"
 
 int
@@ -38,7 +38,7 @@ sweeper_init(struct sweeper *sw, struct txn_engine *eng, struct logger *log,
 unsigned
 sweeper_slice(struct sweeper *sw, unsigned max_keys)
 {
-    char key[PROTO_KEY_MAX + 1];
+    char key[RECORD_KEY_MAX + 1];
     size_t nkey;
     unsigned n = 0;
     struct expiry_flush fl;
