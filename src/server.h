@@ -3,10 +3,17 @@
  *
  * Start-up order (each step can fail with a clear message and a non-zero
  * exit, before anything is served): log, -kl, pid file, daemonise, file
- * limit, database, write path, workers, listener, sweeper, signals. Shut
- * down in reverse on SIGTERM/SIGINT: stop accepting, let every worker
- * finish its pass (commit, send), close connections, stop the sweeper,
- * sync and close the database, remove the pid file. SIGHUP reopens the log.
+ * limit, client passwords, update log, database, redo of the log, write
+ * path, replication (master side, then the slave's setup), log threads,
+ * workers, sweeper, the slave's thread, signals; then the listener, at
+ * once or, with -mhost, once the slave has caught up with a reachable
+ * master or -catchup has passed (the event loop runs meanwhile, so a
+ * signal stops a server still catching up). -dmn's parent and systemd
+ * hear "ready" when the listener opens. Shut down in reverse on
+ * SIGTERM/SIGINT: stop accepting, let every worker finish its pass
+ * (commit, send), close connections, stop replication and the sweeper,
+ * sync and close the log and the database, remove the pid file. SIGHUP
+ * reopens the log.
  *
  * Thread-safety: server_run() is called once, from main().
  */
