@@ -637,29 +637,42 @@ _segments_removed(void *arg)
            _stat(a.port, "kura_ulog_segments") <= 2;
 }
 
-START_TEST(test_standby_beyond_retention_gets_full_resync)
+/* Writes far more log on `fd` than -ulim 64k x -ukeep 1 keeps. */
+static void
+_outrun_the_log(int fd)
 {
     char req[128];
-    ck_assert(strcmp(_ask(a.port, "set early 0 0 5\r\nearly\r\n", "\r\n"),
-                     "STORED\r\n") == 0);
-    ck_assert(_eventually(b.port, "get early\r\n",
-                          "VALUE early 0 5\r\nearly\r\nEND\r\n", 2000));
-    ck_assert_int_eq(kura_stop(&b, 30000), 0);
-    /* Far more log than -ulim 64k x -ukeep 1 keeps. */
-    int fd = kc_connect(a.port);
     for (int i = 0; i < 3000; i++) {
         snprintf(req, sizeof(req), "set big%d 0 0 64 noreply\r\n%064d\r\n", i,
                  i);
         kc_sends(fd, req);
     }
-    ck_assert(kc_check(fd, "delete early\r\n", "DELETED\r\n"));
-    close(fd);
+}
+
+/* Once A's log no longer holds B's position: B back, by a snapshot. */
+static void
+_restart_b_by_full_resync(void)
+{
     ck_assert(harness_wait_for(_segments_removed, NULL, 20000));
-    /* The standby's position is gone: it must get a snapshot, no gap. */
     ck_assert_int_eq(kura_launch(&b), 0);
     struct caught_up cb = {b.port};
     ck_assert(harness_wait_for(_lag_zero, &cb, 20000));
     ck_assert_int_ge(_stat(b.port, "kura_repl_master_resyncs"), 1);
+}
+
+START_TEST(test_standby_beyond_retention_gets_full_resync)
+{
+    ck_assert(strcmp(_ask(a.port, "set early 0 0 5\r\nearly\r\n", "\r\n"),
+                     "STORED\r\n") == 0);
+    ck_assert(_eventually(b.port, "get early\r\n",
+                          "VALUE early 0 5\r\nearly\r\nEND\r\n", 2000));
+    ck_assert_int_eq(kura_stop(&b, 30000), 0);
+    int fd = kc_connect(a.port);
+    _outrun_the_log(fd);
+    ck_assert(kc_check(fd, "delete early\r\n", "DELETED\r\n"));
+    close(fd);
+    /* The standby's position is gone: it must get a snapshot, no gap. */
+    _restart_b_by_full_resync();
     ck_assert(strcmp(_ask(b.port, "get big0 big2999\r\n", "END\r\n"),
                      "VALUE big0 0 64\r\n"
                      "0000000000000000000000000000000000000000000000000000000000000000"
@@ -684,7 +697,6 @@ END_TEST
  */
 START_TEST(test_full_resync_carries_flush_all)
 {
-    char req[128];
     ck_assert(strcmp(_ask(a.port, "set before 0 0 3\r\nold\r\n", "\r\n"),
                      "STORED\r\n") == 0);
     ck_assert(_eventually(b.port, "get before\r\n",
@@ -694,18 +706,10 @@ START_TEST(test_full_resync_carries_flush_all)
     ck_assert(kc_check(fd, "set hidden 0 0 3\r\nold\r\n", "STORED\r\n"));
     ck_assert(kc_check(fd, "flush_all\r\n", "OK\r\n"));
     ck_assert(kc_check(fd, "set after 0 0 3\r\nnew\r\n", "STORED\r\n"));
-    for (int i = 0; i < 3000; i++) {
-        snprintf(req, sizeof(req), "set big%d 0 0 64 noreply\r\n%064d\r\n", i,
-                 i);
-        kc_sends(fd, req);
-    }
+    _outrun_the_log(fd);
     ck_assert(kc_check(fd, "mn\r\n", "MN\r\n"));
     close(fd);
-    ck_assert(harness_wait_for(_segments_removed, NULL, 20000));
-    ck_assert_int_eq(kura_launch(&b), 0);
-    struct caught_up cb = {b.port};
-    ck_assert(harness_wait_for(_lag_zero, &cb, 20000));
-    ck_assert_int_ge(_stat(b.port, "kura_repl_master_resyncs"), 1);
+    _restart_b_by_full_resync();
     ck_assert_str_eq(_ask(b.port, "get before hidden after\r\n", "END\r\n"),
                      "VALUE after 0 3\r\nnew\r\nEND\r\n");
     /* Stopped and started again, it still holds the flush. */
