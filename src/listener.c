@@ -102,8 +102,7 @@ _bind_unix(const char *path, char *err, size_t errlen)
         return -1;
     }
     unlink(path); /* a socket file left by a previous run */
-    if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0 ||
-        listen(fd, LISTENER_BACKLOG) != 0) {
+    if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
         snprintf(err, errlen, "cannot listen on %s: %s", path,
                  strerror(errno));
         close(fd);
@@ -141,8 +140,7 @@ _bind_tcp(const char *host, int port, char *err, size_t errlen)
             continue;
         }
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-            listen(fd, LISTENER_BACKLOG) == 0) {
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
             break;
         }
         saved = errno;
@@ -170,7 +168,8 @@ listener_open(struct listener *l, struct event_base *base, const char *host,
     l->maxconn = maxconn;
     l->curr_conns = curr_conns;
     l->log = log;
-    atomic_init(&l->accepting, true);
+    l->port = port;
+    util_strlcpy(l->host, host, sizeof(l->host));
     int fd;
     if (port == 0) {
         fd = _bind_unix(host, err, errlen);
@@ -180,20 +179,35 @@ listener_open(struct listener *l, struct event_base *base, const char *host,
     } else {
         fd = _bind_tcp(host, port, err, errlen);
     }
-    if (fd < 0) {
+    l->fd = fd;
+    return fd < 0 ? -1 : 0;
+}
+
+int
+listener_start(struct listener *l, char *err, size_t errlen)
+{
+    if (listen(l->fd, LISTENER_BACKLOG) != 0) {
+        if (l->port == 0) {
+            snprintf(err, errlen, "cannot listen on %s: %s", l->host,
+                     strerror(errno));
+        } else {
+            snprintf(err, errlen, "cannot listen on %s:%d: %s", l->host,
+                     l->port, strerror(errno));
+        }
         return -1;
     }
-    l->resume_ev = evtimer_new(base, _on_resume, l);
+    l->resume_ev = evtimer_new(l->base, _on_resume, l);
     /* Backlog 0: the socket already listens with ours; -1 would make
      * libevent listen again with 128. */
-    l->evl = evconnlistener_new(base, _on_accept, l, LEV_OPT_CLOSE_ON_FREE,
-                                0, fd);
+    l->evl = evconnlistener_new(l->base, _on_accept, l, LEV_OPT_CLOSE_ON_FREE,
+                                0, l->fd);
     if (l->evl == NULL || l->resume_ev == NULL) {
         snprintf(err, errlen, "cannot set up the listener");
-        close(fd);
         return -1;
     }
+    l->fd = -1; /* the evconnlistener owns it now */
     evconnlistener_set_error_cb(l->evl, _on_error);
+    atomic_store(&l->accepting, true);
     return 0;
 }
 
@@ -203,9 +217,14 @@ listener_close(struct listener *l)
     if (l->evl != NULL) {
         evconnlistener_free(l->evl);
         l->evl = NULL;
-        if (l->unix_path[0] != '\0') {
-            unlink(l->unix_path);
-        }
+    }
+    if (l->fd >= 0) {
+        close(l->fd); /* bound, never started */
+        l->fd = -1;
+    }
+    if (l->unix_path[0] != '\0') {
+        unlink(l->unix_path);
+        l->unix_path[0] = '\0';
     }
     if (l->resume_ev != NULL) {
         event_free(l->resume_ev);

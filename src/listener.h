@@ -2,7 +2,9 @@
  * listener: accepts client connections and hands them to workers.
  *
  * Runs on the main thread's event loop. It binds -host/-port (or a unix
- * socket with -port 0) with a backlog of LISTENER_BACKLOG, accepts, sets
+ * socket with -port 0) early, so a port in use stops the start at once,
+ * and listens, with a backlog of LISTENER_BACKLOG, only when started:
+ * until then a client's connect is refused. It accepts, sets
  * TCP_NODELAY (replies are already batched per pass, so Nagle would only
  * add latency) and deals connections round-robin to the workers.
  *
@@ -45,6 +47,9 @@ struct listener {
     _Atomic uint64_t *curr_conns;
     struct logger *log;
     char unix_path[4096];    /* removed on close, when a unix socket */
+    char host[4096];         /* as given, for messages */
+    int port;
+    int fd;                  /* bound, not yet started; else -1 */
     _Atomic uint64_t total_conns;
     _Atomic uint64_t rejected_conns;
     _Atomic uint64_t disabled_count;
@@ -54,14 +59,22 @@ struct listener {
 };
 
 /*
- * Binds `host`:`port` (a unix socket at path `host` when `port` is 0) and
- * starts accepting on `base`. Returns 0, or -1 with a reason in `err`.
+ * Binds `host`:`port` (a unix socket at path `host` when `port` is 0) for
+ * accepting on `base` once started; connections are refused until then.
+ * Returns 0, or -1 with a reason in `err`; listener_close() frees either
+ * way.
  */
 int listener_open(struct listener *l, struct event_base *base,
                   const char *host, int port, struct worker *workers,
                   int nworkers, uint32_t maxconn,
                   _Atomic uint64_t *curr_conns, struct logger *log,
                   char *err, size_t errlen);
+
+/*
+ * Listens on the bound socket and starts accepting. Returns 0, or -1 with
+ * a reason in `err`.
+ */
+int listener_start(struct listener *l, char *err, size_t errlen);
 
 /* Stops accepting and closes the listening socket. Idempotent. */
 void listener_close(struct listener *l);

@@ -84,7 +84,7 @@ struct server {
     int nworkers;
     struct event_base *base;
     struct listener listener;
-    bool listening;
+    bool bound;                  /* the listener holds the port */
     struct sweeper sweeper;
     bool sweeping;
     struct event *sig_term;
@@ -536,26 +536,26 @@ _start_failed(struct server *srv, const char *err)
     _notify_systemd(srv, state);
 }
 
-/* Opens the port to clients and says kurad is ready. Returns 0 or -1. */
+/* Starts accepting clients and says kurad is ready. Returns 0 or -1. */
 static int
 _serve(struct server *srv, char *err, size_t errlen)
 {
     const struct settings *s = srv->settings;
 
-    if (listener_open(&srv->listener, srv->base, s->host, s->port,
-                      srv->workers, srv->nworkers, srv->maxconn,
-                      &srv->shared.curr_conns, &srv->log, err,
-                      errlen) != 0) {
+    if (listener_start(&srv->listener, err, errlen) != 0) {
         return -1;
     }
-    srv->listening = true;
     char db[DBSPEC_PATH_MAX + 128];
+    char port[16] = "";
     dbspec_format(&s->db, db, sizeof(db));
+    if (s->port != 0) {
+        snprintf(port, sizeof(port), ":%d", s->port); /* else a path */
+    }
     log_info(&srv->log,
-             "kurad %s started: pid %ld, listening on %s%s%d, %d threads, "
+             "kurad %s started: pid %ld, listening on %s%s, %d threads, "
              "database %s",
-             PACKAGE_VERSION, (long)getpid(), s->host,
-             s->port == 0 ? "" : ":", s->port, srv->nworkers, db);
+             PACKAGE_VERSION, (long)getpid(), s->host, port, srv->nworkers,
+             db);
     daemon_notify(srv->notify_fd, NULL);
     srv->notify_fd = -1;
     /* The same moment for systemd (Type=notify). Under -dmn the process
@@ -676,6 +676,15 @@ _start(struct server *srv, char *err, size_t errlen)
     if (_start_workers(srv, err, errlen) != 0) {
         return -1;
     }
+    /* The port is taken now, so a port in use fails the start at once;
+     * clients are refused until _serve() listens. */
+    srv->bound = true;
+    if (listener_open(&srv->listener, srv->base, s->host, s->port,
+                      srv->workers, srv->nworkers, srv->maxconn,
+                      &srv->shared.curr_conns, &srv->log, err,
+                      errlen) != 0) {
+        return -1;
+    }
     if (sweeper_init(&srv->sweeper, &srv->eng, &srv->log, SWEEPER_SLICE_KEYS,
                      SWEEPER_PAUSE_MS, s->item_max + RECORD_HEADER_MAX + 1,
                      _tombstone_limits, srv) != 0 ||
@@ -710,7 +719,7 @@ _stop(struct server *srv)
 {
     int status = 0;
 
-    if (srv->listening) {
+    if (srv->bound) {
         listener_close(&srv->listener);
     }
     if (srv->catchup != NULL) {

@@ -450,6 +450,30 @@ START_TEST(test_stats_slabs_counts_items)
 }
 END_TEST
 
+/*
+ * A unix socket (-port 0) is served, named in the log as it is, and
+ * removed at a clean stop. Before, the log said "listening on <path>0".
+ */
+START_TEST(test_unix_socket)
+{
+    struct kura_proc u;
+    char want[256];
+    kura_init(&u, NULL);
+    snprintf(u.unix_sock, sizeof(u.unix_sock), "%s/k.sock", u.dir);
+    ck_assert_int_eq(kura_launch(&u), 0);
+    int fd = kc_connect_unix(u.unix_sock);
+    ck_assert_int_ge(fd, 0);
+    ck_assert(kc_check(fd, "set u 0 0 1\r\nU\r\n", "STORED\r\n"));
+    ck_assert(kc_check(fd, "get u\r\n", "VALUE u 0 1\r\nU\r\nEND\r\n"));
+    close(fd);
+    snprintf(want, sizeof(want), "listening on %s, ", u.unix_sock);
+    ck_assert_msg(kura_log_has(&u, want), "no \"%s\" in the log", want);
+    ck_assert_int_eq(kura_stop(&u, 20000), 0);
+    ck_assert_int_eq(access(u.unix_sock, F_OK), -1);
+    kura_cleanup(&u);
+}
+END_TEST
+
 static Suite *
 protocol_suite(void)
 {
@@ -479,6 +503,9 @@ protocol_suite(void)
     tc = tcase_create("mask");
     tcase_add_checked_fixture(tc, _start_masked, _cleanup);
     tcase_add_test(tc, test_mask);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("unix");
+    tcase_add_test(tc, test_unix_socket);
     suite_add_tcase(s, tc);
     tc = tcase_create("tuning");
     tcase_add_checked_fixture(tc, _start_few_buckets, _cleanup);

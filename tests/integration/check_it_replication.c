@@ -357,20 +357,29 @@ END_TEST
 
 /* A master that accepts but never answers holds clients -catchup seconds,
  * no longer. */
-START_TEST(test_catchup_wait_is_bounded)
+/* A socket listening on a free loopback port that never accepts; its
+ * port number goes to `port`. */
+static int
+_silent_listener(char *port, size_t cap)
 {
-    int silent = socket(AF_INET, SOCK_STREAM, 0);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof(sa);
-    ck_assert_int_ge(silent, 0);
-    ck_assert_int_eq(bind(silent, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    ck_assert_int_eq(listen(silent, 8), 0); /* never accepts */
-    ck_assert_int_eq(getsockname(silent, (struct sockaddr *)&sa, &len), 0);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(listen(fd, 8), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    snprintf(port, cap, "%d", ntohs(sa.sin_port));
+    return fd;
+}
+
+START_TEST(test_catchup_wait_is_bounded)
+{
     char port[16];
-    snprintf(port, sizeof(port), "%d", ntohs(sa.sin_port));
+    int silent = _silent_listener(port, sizeof(port));
     struct kura_proc k;
     kura_init(&k, (const char *const[]){"-catchup", "1", NULL});
     _follow(&k, "3", port);
@@ -382,6 +391,36 @@ START_TEST(test_catchup_wait_is_bounded)
                   (unsigned long long)took);
     kura_cleanup(&k);
     close(silent);
+}
+END_TEST
+
+/*
+ * The port is taken before the catch-up: a port in use fails the start at
+ * once, not after the wait for the master (here a silent one, whose
+ * handshake alone would hold the start for 5 s).
+ */
+START_TEST(test_port_in_use_fails_before_catchup)
+{
+    char master_port[16];
+    char taken_port[16];
+    int silent = _silent_listener(master_port, sizeof(master_port));
+    int taken = _silent_listener(taken_port, sizeof(taken_port));
+    char dir[] = "/tmp/kura-taken-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char db[64];
+    snprintf(db, sizeof(db), "%s/kura.tch", dir);
+    char err[4096];
+    const char *argv[] = {"kurad", "-port", taken_port, "-sid", "3",
+                          "-mhost", "127.0.0.1", "-mport", master_port,
+                          db, NULL};
+    int rc = harness_run(dir, argv, err, sizeof(err), 4000);
+    ck_assert_msg(rc > 0, "kurad did not fail within 4 s (status %d)", rc);
+    ck_assert_msg(strstr(err, "cannot listen") != NULL, "stderr: %s", err);
+    close(taken);
+    close(silent);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -767,6 +806,7 @@ replication_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("catchup");
     tcase_add_test(tc, test_catchup_wait_is_bounded);
+    tcase_add_test(tc, test_port_in_use_fails_before_catchup);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     tc = tcase_create("recovery");

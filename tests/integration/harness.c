@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -144,7 +145,8 @@ _answers(void *arg)
         k->pid = -1;
         return true; /* exited: stop waiting, the caller sees pid -1 */
     }
-    int fd = kc_connect(k->port);
+    int fd = k->unix_sock[0] != '\0' ? kc_connect_unix(k->unix_sock)
+                                      : kc_connect(k->port);
     if (fd < 0) {
         return false;
     }
@@ -162,10 +164,14 @@ kura_launch(struct kura_proc *k)
     const char *argv[HARNESS_MAX_ARGS + 16];
     int n = 0;
 
-    snprintf(port, sizeof(port), "%d", k->port);
+    snprintf(port, sizeof(port), "%d", k->unix_sock[0] != '\0' ? 0 : k->port);
     argv[n++] = harness_bin();
     argv[n++] = "-port";
     argv[n++] = port;
+    if (k->unix_sock[0] != '\0') {
+        argv[n++] = "-host";
+        argv[n++] = k->unix_sock;
+    }
     argv[n++] = "-thnum";
     argv[n++] = "2";
     argv[n++] = "-log";
@@ -346,6 +352,31 @@ kc_connect(int port)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+int
+kc_connect_unix(const char *path)
+{
+    struct sockaddr_un sun;
+    struct timeval tv = {5, 0};
+
+    memset(&sun, 0, sizeof(sun));
+    sun.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(sun.sun_path)) {
+        return -1;
+    }
+    memcpy(sun.sun_path, path, strlen(path));
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
+        close(fd);
+        return -1;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     return fd;
 }
 

@@ -28,6 +28,8 @@ struct kura_proc {
     const char *args[HARNESS_MAX_ARGS]; /* extra arguments */
     int nargs;
     bool own_db;        /* false if the extra args name the database */
+    char unix_sock[108]; /* if set: listen there (-host PATH -port 0) and
+                            talk to it with kc_connect_unix() */
 };
 
 /* Path of the kurad binary under test. */
@@ -74,6 +76,9 @@ int harness_run(const char *cwd, const char *const *argv, char *err,
 
 /* Connects to 127.0.0.1:`port`; returns a socket with 5 s I/O timeouts. */
 int kc_connect(int port);
+
+/* Connects to the unix socket at `path`; 5 s I/O timeouts, or -1. */
+int kc_connect_unix(const char *path);
 
 /* Sends all of `n` bytes. Returns 0 or -1. */
 int kc_send(int fd, const void *p, size_t n);
