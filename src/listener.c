@@ -168,8 +168,11 @@ listener_open(struct listener *l, struct event_base *base, const char *host,
     l->maxconn = maxconn;
     l->curr_conns = curr_conns;
     l->log = log;
-    l->port = port;
-    util_strlcpy(l->host, host, sizeof(l->host));
+    if (port == 0) {
+        util_strlcpy(l->name, host, sizeof(l->name));
+    } else {
+        snprintf(l->name, sizeof(l->name), "%s:%d", host, port);
+    }
     int fd;
     if (port == 0) {
         fd = _bind_unix(host, err, errlen);
@@ -187,13 +190,8 @@ int
 listener_start(struct listener *l, char *err, size_t errlen)
 {
     if (listen(l->fd, LISTENER_BACKLOG) != 0) {
-        if (l->port == 0) {
-            snprintf(err, errlen, "cannot listen on %s: %s", l->host,
-                     strerror(errno));
-        } else {
-            snprintf(err, errlen, "cannot listen on %s:%d: %s", l->host,
-                     l->port, strerror(errno));
-        }
+        snprintf(err, errlen, "cannot listen on %s: %s", l->name,
+                 strerror(errno));
         return -1;
     }
     l->resume_ev = evtimer_new(l->base, _on_resume, l);

@@ -47,8 +47,8 @@ struct listener {
     _Atomic uint64_t *curr_conns;
     struct logger *log;
     char unix_path[4096];    /* removed on close, when a unix socket */
-    char host[4096];         /* as given, for messages */
-    int port;
+    char name[4128];         /* host:port, or the socket's path: how
+                                logs and messages name the address */
     int fd;                  /* bound, not yet started; else -1 */
     _Atomic uint64_t total_conns;
     _Atomic uint64_t rejected_conns;

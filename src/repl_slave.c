@@ -116,7 +116,6 @@ _stopping(struct repl_slave *s)
     return stop;
 }
 
-/* Sleeps `ms` unless asked to stop. */
 /* Waits `ms`, or until stopping; with `or_peer_back`, also until the
  * master is back, which it reports (and consumes) by returning true. */
 static bool

@@ -546,26 +546,19 @@ _serve(struct server *srv, char *err, size_t errlen)
         return -1;
     }
     char db[DBSPEC_PATH_MAX + 128];
-    char port[16] = "";
     dbspec_format(&s->db, db, sizeof(db));
-    if (s->port != 0) {
-        snprintf(port, sizeof(port), ":%d", s->port); /* else a path */
-    }
     log_info(&srv->log,
-             "kurad %s started: pid %ld, listening on %s%s, %d threads, "
+             "kurad %s started: pid %ld, listening on %s, %d threads, "
              "database %s",
-             PACKAGE_VERSION, (long)getpid(), s->host, port, srv->nworkers,
-             db);
+             PACKAGE_VERSION, (long)getpid(), srv->listener.name,
+             srv->nworkers, db);
     daemon_notify(srv->notify_fd, NULL);
     srv->notify_fd = -1;
     /* The same moment for systemd (Type=notify). Under -dmn the process
      * it started has gone: MAINPID names the daemon. */
-    char state[PATH_MAX + 96];
+    char state[sizeof(srv->listener.name) + 96];
     int n = snprintf(state, sizeof(state), "READY=1\nSTATUS=serving on %s",
-                     s->host);
-    if (s->port != 0) {
-        n += snprintf(state + n, sizeof(state) - (size_t)n, ":%d", s->port);
-    }
+                     srv->listener.name);
     if (s->dmn) {
         snprintf(state + n, sizeof(state) - (size_t)n, "\nMAINPID=%ld",
                  (long)getpid());

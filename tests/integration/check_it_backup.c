@@ -304,6 +304,16 @@ _set_many(int port, const char *prefix, const char *value, int n)
     close(fd);
 }
 
+/* Sends the flush_all command `req` to `port`; it must answer OK. */
+static void
+_flush_all(int port, const char *req)
+{
+    int fd = kc_connect(port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert(kc_check(fd, req, "OK\r\n"));
+    close(fd);
+}
+
 /* The value of `key` on `port` into `out`; false if it is missing. */
 static bool
 _get(int port, const char *key, char *out, size_t cap)
@@ -712,9 +722,7 @@ START_TEST(test_backup_after_flush_all)
     const char *out = _in(&m, "backup.tch");
 
     _set_many(m.port, "a", "A", 300);
-    int fd = kc_connect(m.port);
-    ck_assert(kc_check(fd, "flush_all\r\n", "OK\r\n"));
-    close(fd);
+    _flush_all(m.port, "flush_all\r\n");
     _set_many(m.port, "c", "C", 3);
     _backup(&t, out, _in(&m, "rkey"), 0);
     kura_init(&r, NULL);
@@ -723,7 +731,7 @@ START_TEST(test_backup_after_flush_all)
     _expect_value(r.port, "a0", NULL);
     _expect_value(r.port, "a299", NULL);
     _expect_value(r.port, "c2", "C2");
-    fd = kc_connect(r.port);
+    int fd = kc_connect(r.port);
     ck_assert_int_eq(kc_stat(fd, "curr_items"), 3);
     close(fd);
 }
@@ -753,9 +761,7 @@ START_TEST(test_backup_carries_a_pending_flush_all)
     const char *out = _in(&m, "backup.tch");
 
     _set_many(m.port, "a", "A", 50);
-    int fd = kc_connect(m.port);
-    ck_assert(kc_check(fd, "flush_all 4\r\n", "OK\r\n"));
-    close(fd);
+    _flush_all(m.port, "flush_all 4\r\n");
     uint64_t deadline = harness_now_ms() + 4000;
     _backup(&t, out, _in(&m, "rkey"), 0);
     ck_assert_msg(harness_now_ms() < deadline, "the backup outlasted the "

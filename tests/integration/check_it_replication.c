@@ -699,13 +699,25 @@ _restart_b_by_full_resync(void)
     ck_assert_int_ge(_stat(b.port, "kura_repl_master_resyncs"), 1);
 }
 
+/* Sets `key` to `value` on A, waits until B has it, and stops B. */
+static void
+_stored_on_both_then_b_stopped(const char *key, const char *value)
+{
+    char req[128];
+    char want[128];
+    snprintf(req, sizeof(req), "set %s 0 0 %zu\r\n%s\r\n", key,
+             strlen(value), value);
+    ck_assert_str_eq(_ask(a.port, req, "\r\n"), "STORED\r\n");
+    snprintf(req, sizeof(req), "get %s\r\n", key);
+    snprintf(want, sizeof(want), "VALUE %s 0 %zu\r\n%s\r\nEND\r\n", key,
+             strlen(value), value);
+    ck_assert(_eventually(b.port, req, want, 2000));
+    ck_assert_int_eq(kura_stop(&b, 30000), 0);
+}
+
 START_TEST(test_standby_beyond_retention_gets_full_resync)
 {
-    ck_assert(strcmp(_ask(a.port, "set early 0 0 5\r\nearly\r\n", "\r\n"),
-                     "STORED\r\n") == 0);
-    ck_assert(_eventually(b.port, "get early\r\n",
-                          "VALUE early 0 5\r\nearly\r\nEND\r\n", 2000));
-    ck_assert_int_eq(kura_stop(&b, 30000), 0);
+    _stored_on_both_then_b_stopped("early", "early");
     int fd = kc_connect(a.port);
     _outrun_the_log(fd);
     ck_assert(kc_check(fd, "delete early\r\n", "DELETED\r\n"));
@@ -736,11 +748,7 @@ END_TEST
  */
 START_TEST(test_full_resync_carries_flush_all)
 {
-    ck_assert(strcmp(_ask(a.port, "set before 0 0 3\r\nold\r\n", "\r\n"),
-                     "STORED\r\n") == 0);
-    ck_assert(_eventually(b.port, "get before\r\n",
-                          "VALUE before 0 3\r\nold\r\nEND\r\n", 2000));
-    ck_assert_int_eq(kura_stop(&b, 30000), 0);
+    _stored_on_both_then_b_stopped("before", "old");
     int fd = kc_connect(a.port);
     ck_assert(kc_check(fd, "set hidden 0 0 3\r\nold\r\n", "STORED\r\n"));
     ck_assert(kc_check(fd, "flush_all\r\n", "OK\r\n"));
