@@ -85,7 +85,7 @@ _usage(FILE *out)
             "kura ping [--host H] [--port P] [--timeout MS] [--auth FILE]\n"
             "          [--quiet]\n"
             "kura stats [--host H] [--port P] [--timeout MS] [--auth FILE]\n"
-            "           [--prometheus]\n");
+            "           [--prometheus | --watch SECS [--count N]]\n");
 }
 
 int

@@ -1,6 +1,6 @@
 /*
  * stats_cmd: `kura stats [--host H] [--port P] [--timeout MS] [--auth FILE]
- * [--prometheus]`.
+ * [--prometheus | --watch SECS [--count N]]`.
  *
  * Connects, logs in if given a user:password file, asks "stats" and
  * prints the STAT lines, all within one deadline. With --prometheus it
@@ -9,6 +9,10 @@
  * endpoint GET /-/metrics serves too), plus
  * kura_up 1; when the stats cannot be read it prints kura_up 0 alone and
  * exits 1, so a textfile collector still records that the server is down.
+ * With --watch it keeps the connection and prints one line every SECS
+ * seconds (stats_watch.h): what an operator watches during a load, a
+ * checkpoint or a failover. It stops after N lines, or with exit 1 when
+ * the server stops answering.
  */
 #include "stats_cmd.h"
 
@@ -17,10 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "adminconn.h"
 #include "buf.h"
 #include "metrics.h"
+#include "stats_watch.h"
 #include "util.h"
 
 #define STATS_REPLY_MAX (1u << 20)
@@ -30,7 +36,67 @@ static void
 _usage(FILE *out)
 {
     fprintf(out, "usage: kura stats [--host H] [--port P] [--timeout MS] "
-                 "[--auth FILE] [--prometheus]\n");
+                 "[--auth FILE]\n"
+                 "                  [--prometheus | --watch SECS "
+                 "[--count N]]\n");
+}
+
+/* Sleeps until `until_us` on util_mono_us()'s clock. */
+static void
+_sleep_until(uint64_t until_us)
+{
+    uint64_t now = util_mono_us();
+    if (until_us > now) {
+        struct timespec ts = {(time_t)((until_us - now) / 1000000),
+                              (long)((until_us - now) % 1000000) * 1000};
+        while (nanosleep(&ts, &ts) != 0) {
+        }
+    }
+}
+
+/*
+ * --watch: a line every `every_s` seconds from the open connection `c`,
+ * `count` lines (0: until interrupted). `reply` holds STATS_REPLY_MAX
+ * bytes. Returns an exit status; `*why` says what failed.
+ */
+static int
+_watch(struct adminconn *c, uint64_t every_s, uint64_t count,
+       uint64_t timeout_ms, char *reply, const char **why)
+{
+    struct stats_watch_sample prev, cur;
+    char line[256];
+    uint64_t next = util_mono_us();
+
+    for (uint64_t n = 0; count == 0 || n <= count; n++) {
+        _sleep_until(next);
+        next += every_s * 1000000;
+        c->deadline_ms = util_mono_ms() + timeout_ms;
+        if (adminconn_stats(c, reply, STATS_REPLY_MAX) != ADMINCONN_OK) {
+            *why = "no answer";
+            return STATS_CMD_FAILED;
+        }
+        if (!stats_watch_parse(reply, strlen(reply), util_mono_us(), &cur)) {
+            *why = "not a stats reply";
+            return STATS_CMD_FAILED;
+        }
+        size_t len;
+        if (n == 0) {
+            len = stats_watch_header(line, sizeof(line));
+        } else {
+            time_t now = time(NULL);
+            struct tm tm;
+            char clock[16];
+            strftime(clock, sizeof(clock), "%H:%M:%S",
+                     localtime_r(&now, &tm));
+            len = stats_watch_format(&prev, &cur, clock, line, sizeof(line));
+        }
+        if (fwrite(line, 1, len, stdout) != len || fflush(stdout) != 0) {
+            *why = "cannot write the output";
+            return STATS_CMD_FAILED;
+        }
+        prev = cur;
+    }
+    return STATS_CMD_OK;
 }
 
 /* Prints the exposition of `pairs` and kura_up; false on a write error. */
@@ -75,6 +141,8 @@ stats_cmd(int argc, char **argv)
         {"timeout", required_argument, NULL, 't'},
         {"auth", required_argument, NULL, 'a'},
         {"prometheus", no_argument, NULL, 'P'},
+        {"watch", required_argument, NULL, 'w'},
+        {"count", required_argument, NULL, 'c'},
         {NULL, 0, NULL, 0},
     };
     const char *host = "127.0.0.1";
@@ -82,6 +150,8 @@ stats_cmd(int argc, char **argv)
     const char *auth = NULL;
     uint64_t timeout_ms = 2000;
     bool prometheus = false;
+    uint64_t watch_s = 0;
+    uint64_t count = 0;
     int ch;
 
     optind = 1;
@@ -99,10 +169,27 @@ stats_cmd(int argc, char **argv)
                 return STATS_CMD_USAGE;
             }
             break;
+        case 'w':
+            if (!util_parse_uint(optarg, strlen(optarg), 3600, &watch_s) ||
+                watch_s == 0) {
+                fprintf(stderr, "kura stats: --watch wants 1 to 3600 "
+                                "seconds\n");
+                return STATS_CMD_USAGE;
+            }
+            break;
+        case 'c':
+            if (!util_parse_uint(optarg, strlen(optarg), UINT32_MAX,
+                                 &count) || count == 0) {
+                fprintf(stderr, "kura stats: --count wants a positive "
+                                "number of lines\n");
+                return STATS_CMD_USAGE;
+            }
+            break;
         default: _usage(stderr); return STATS_CMD_USAGE;
         }
     }
-    if (optind != argc) {
+    if (optind != argc || (watch_s > 0 && prometheus) ||
+        (count > 0 && watch_s == 0)) {
         _usage(stderr);
         return STATS_CMD_USAGE;
     }
@@ -136,10 +223,13 @@ stats_cmd(int argc, char **argv)
         case ADMINCONN_ERROR: why = "stats refused"; break;
         default: why = "no answer"; break;
         }
+        if (rc == STATS_CMD_OK && watch_s > 0) {
+            rc = _watch(&c, watch_s, count, timeout_ms, reply, &why);
+        }
     }
     adminconn_close(&c);
 
-    if (rc == STATS_CMD_OK) {
+    if (rc == STATS_CMD_OK && watch_s == 0) {
         bool ok;
         if (prometheus) {
             size_t n = metrics_parse_stats(reply, strlen(reply), pairs,

@@ -12,6 +12,9 @@
  *   figures no request changes; after known operations the memcached
  *   figures (items, commands by command and status) have the values the
  *   operations imply.
+ * - `kura stats --watch` prints a header and a line per interval whose
+ *   rates add up to the writes made meanwhile, with the log's fdatasyncs
+ *   and the pair's replication lag; bad combinations of options exit 2.
  */
 #include <check.h>
 #include <errno.h>
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../unit/stats_figures.h"
@@ -358,6 +362,72 @@ START_TEST(endpoint_serves_the_formatted_stats)
 }
 END_TEST
 
+/* The fields of one line of `kura stats --watch`; returns how many. */
+static int
+_watch_fields(char *line, char *f[16])
+{
+    int n = 0;
+    for (char *t = strtok(line, " \n"); t != NULL && n < 16;
+         t = strtok(NULL, " \n")) {
+        f[n++] = t;
+    }
+    return n;
+}
+
+START_TEST(watch_shows_the_writes_of_each_interval)
+{
+    const char *tool = getenv("KURA_TOOL");
+    char cmd[1024], line[512];
+    char *f[16];
+    ck_assert_ptr_nonnull(tool);
+    snprintf(cmd, sizeof(cmd), "timeout 20 '%s' stats --port %d --watch 1 "
+             "--count 2", tool, a.port);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    /* The header comes with the first sample: writes from here on fall
+     * inside the intervals. */
+    ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
+    ck_assert_int_eq(_watch_fields(line, f), 11);
+    ck_assert_str_eq(f[1], "sets/s");
+    ck_assert_str_eq(f[7], "rec/sync");
+
+    int fd = kc_connect(a.port);
+    ck_assert_int_ge(fd, 0);
+    for (int i = 0; i < 300; i++) {
+        char req[64];
+        snprintf(req, sizeof(req), "set watch:%d 0 0 1\r\nx\r\n", i);
+        ck_assert(kc_check(fd, req, "STORED\r\n"));
+    }
+    close(fd);
+
+    double sets = 0;
+    bool synced = false;
+    for (int l = 0; l < 2; l++) {
+        ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
+        ck_assert_int_eq(_watch_fields(line, f), 11);
+        sets += strtod(f[1], NULL);
+        synced = synced || strtod(f[5], NULL) > 0;
+        /* This server follows its peer: the lag is a number. */
+        ck_assert_msg(strcmp(f[10], "-") != 0 && strcmp(f[10], "down") != 0,
+                      "lag column: %s", f[10]);
+    }
+    ck_assert_ptr_null(fgets(line, sizeof(line), p));
+    ck_assert_int_eq(pclose(p), 0);
+    /* Each interval is a second, to a few milliseconds. */
+    ck_assert_msg(sets >= 290 && sets <= 310, "sets/s summed to %g", sets);
+    ck_assert(synced); /* -fsync always: each set was fdatasynced */
+
+    static const char *bad[] = {"--watch 0", "--count 2",
+                                "--watch 1 --prometheus", "--watch x"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(cmd, sizeof(cmd), "'%s' stats --port %d %s 2>/dev/null",
+                 tool, a.port, bad[i]);
+        int rc = system(cmd);
+        ck_assert_msg(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "%s", bad[i]);
+    }
+}
+END_TEST
+
 static Suite *
 metrics_it_suite(void)
 {
@@ -367,6 +437,7 @@ metrics_it_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, live_figures_are_the_listed_ones);
     tcase_add_test(tc, endpoint_serves_the_formatted_stats);
+    tcase_add_test(tc, watch_shows_the_writes_of_each_interval);
     suite_add_tcase(s, tc);
     return s;
 }
