@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "bench.h"
 #include "bench_wire.h"
@@ -60,6 +61,14 @@ _seconds(const char *s, double *out)
     }
     *out = v;
     return true;
+}
+
+/* User plus system CPU of `ru`, in microseconds. */
+static uint64_t
+_rusage_us(const struct rusage *ru)
+{
+    return (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000 +
+           (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec);
 }
 
 int
@@ -167,7 +176,12 @@ bench_cmd(int argc, char **argv)
             return 1;
         }
     }
+    /* The load is driven from this thread alone: its CPU per operation is
+     * the client's share when client and server share a machine. */
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_THREAD, &ru0);
     int rc = bench_run(&o, &r);
+    getrusage(RUSAGE_THREAD, &ru1);
     if (probe != NULL) {
         lagprobe_stop(probe, &lag);
     }
@@ -187,6 +201,10 @@ bench_cmd(int argc, char **argv)
                r.p999_us, r.max_us, r.connects, lag.samples, lag.p50_us,
                lag.p99_us, lag.max_us, lag.timeouts,
                bench_wire_proto_name(o.proto), r.keys, r.hits);
+        printf(", \"client_cpu_us_per_op\": %.2f",
+               r.ops > 0 ? (double)(_rusage_us(&ru1) - _rusage_us(&ru0)) /
+                               (double)r.ops
+                         : 0.0);
         if (o.ack_log != NULL) {
             printf(", \"acked\": %" PRIu64, r.acked);
         }
