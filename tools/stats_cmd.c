@@ -16,6 +16,7 @@
  */
 #include "stats_cmd.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -49,15 +50,29 @@ _sleep_until(uint64_t until_us)
     if (until_us > now) {
         struct timespec ts = {(time_t)((until_us - now) / 1000000),
                               (long)((until_us - now) % 1000000) * 1000};
-        while (nanosleep(&ts, &ts) != 0) {
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
         }
     }
 }
 
+/* Writes `len` bytes of `line` to standard output, flushed; false on an
+ * error, with `*why` set. */
+static bool
+_emit(const char *line, size_t len, const char **why)
+{
+    if (fwrite(line, 1, len, stdout) != len || fflush(stdout) != 0) {
+        *why = "cannot write the output";
+        return false;
+    }
+    return true;
+}
+
 /*
- * --watch: a line every `every_s` seconds from the open connection `c`,
- * `count` lines (0: until interrupted). `reply` holds STATS_REPLY_MAX
- * bytes. Returns an exit status; `*why` says what failed.
+ * --watch: `reply` (STATS_REPLY_MAX bytes) holds the reply already read,
+ * the first sample, which the header stands for; then a line every
+ * `every_s` seconds from the open connection `c`, read into `reply`,
+ * `count` lines (0: until interrupted). Returns an exit status; `*why`
+ * says what failed.
  */
 static int
 _watch(struct adminconn *c, uint64_t every_s, uint64_t count,
@@ -67,9 +82,16 @@ _watch(struct adminconn *c, uint64_t every_s, uint64_t count,
     char line[256];
     uint64_t next = util_mono_us();
 
-    for (uint64_t n = 0; count == 0 || n <= count; n++) {
-        _sleep_until(next);
+    if (!stats_watch_parse(reply, strlen(reply), next, &prev)) {
+        *why = "not a stats reply";
+        return STATS_CMD_FAILED;
+    }
+    if (!_emit(line, stats_watch_header(line, sizeof(line)), why)) {
+        return STATS_CMD_FAILED;
+    }
+    for (uint64_t n = 0; count == 0 || n < count; n++) {
         next += every_s * 1000000;
+        _sleep_until(next);
         c->deadline_ms = util_mono_ms() + timeout_ms;
         if (adminconn_stats(c, reply, STATS_REPLY_MAX) != ADMINCONN_OK) {
             *why = "no answer";
@@ -79,19 +101,12 @@ _watch(struct adminconn *c, uint64_t every_s, uint64_t count,
             *why = "not a stats reply";
             return STATS_CMD_FAILED;
         }
-        size_t len;
-        if (n == 0) {
-            len = stats_watch_header(line, sizeof(line));
-        } else {
-            time_t now = time(NULL);
-            struct tm tm;
-            char clock[16];
-            strftime(clock, sizeof(clock), "%H:%M:%S",
-                     localtime_r(&now, &tm));
-            len = stats_watch_format(&prev, &cur, clock, line, sizeof(line));
-        }
-        if (fwrite(line, 1, len, stdout) != len || fflush(stdout) != 0) {
-            *why = "cannot write the output";
+        time_t now = time(NULL);
+        struct tm tm;
+        char clock[16];
+        strftime(clock, sizeof(clock), "%H:%M:%S", localtime_r(&now, &tm));
+        if (!_emit(line, stats_watch_format(&prev, &cur, clock, line,
+                                            sizeof(line)), why)) {
             return STATS_CMD_FAILED;
         }
         prev = cur;

@@ -330,28 +330,41 @@ harness_run(const char *cwd, const char *const *argv, char *err,
     return rc;
 }
 
-int
-kc_connect(int port)
+/* Connects `fd` to `sa` and gives it 5 s I/O timeouts; returns it, or -1
+ * (closing it) if the connect fails. */
+static int
+_connect_with_timeouts(int fd, const struct sockaddr *sa, socklen_t len)
 {
-    struct sockaddr_in sin;
     struct timeval tv = {5, 0};
-    int one = 1;
 
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         return -1;
     }
-    memset(&sin, 0, sizeof(sin));
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons((uint16_t)port);
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
+    if (connect(fd, sa, len) != 0) {
         close(fd);
         return -1;
     }
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+int
+kc_connect(int port)
+{
+    struct sockaddr_in sin;
+    int one = 1;
+
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons((uint16_t)port);
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = _connect_with_timeouts(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC,
+                                           0),
+                                    (struct sockaddr *)&sin, sizeof(sin));
+    if (fd >= 0) {
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
     return fd;
 }
 
@@ -359,7 +372,6 @@ int
 kc_connect_unix(const char *path)
 {
     struct sockaddr_un sun;
-    struct timeval tv = {5, 0};
 
     memset(&sun, 0, sizeof(sun));
     sun.sun_family = AF_UNIX;
@@ -367,17 +379,9 @@ kc_connect_unix(const char *path)
         return -1;
     }
     memcpy(sun.sun_path, path, strlen(path));
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        return -1;
-    }
-    if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
-        close(fd);
-        return -1;
-    }
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    return fd;
+    return _connect_with_timeouts(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC,
+                                         0),
+                                  (struct sockaddr *)&sun, sizeof(sun));
 }
 
 int
