@@ -4,6 +4,7 @@
 #   . tools/lib/servers.sh
 #   port=$(kura_free_port)
 #   kura_wait_ready PORT SECONDS WHO   # WHO names the caller in the error
+#   value=$(kura_stat PORT NAME)         # one line of `stats`, 0 if absent
 
 # Prints a TCP port on 127.0.0.1 that nothing listens on right now.
 kura_free_port() {
@@ -25,4 +26,27 @@ PY
     done
     echo "$who: server on port $port did not start" >&2
     exit 1
+}
+
+# Prints the value of NAME in the `stats` of the server on PORT, or 0 if
+# it reports no such line.
+kura_stat() {
+    python3 - "$1" "$2" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"stats\r\n")
+buf = b""
+while not buf.endswith(b"END\r\n"):
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+for line in buf.decode().split("\r\n"):
+    parts = line.split()
+    if len(parts) == 3 and parts[1] == sys.argv[2]:
+        print(parts[2])
+        break
+else:
+    print(0)
+PY
 }
