@@ -478,9 +478,8 @@ ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
     active->size += len;
     uint64_t ahead = u->prepared > active->size ? u->prepared - active->size
                                                 : 0;
-    if (ahead < ULOG_PREPARE_LOW) {
-        pthread_cond_signal(&u->sync_cond);
-    }
+    bool wake_sync = ahead < ULOG_PREPARE_LOW ||
+                     u->o.fsync == ULOG_FSYNC_ALWAYS;
     u->total_appended += len;
     u->last_lsn = lsn;
     u->last_seq = seq;
@@ -491,11 +490,14 @@ ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
     u->records += n;
     *last_lsn = lsn;
     ulog_publish_locked(u);
-    if (u->o.fsync == ULOG_FSYNC_ALWAYS) {
+    pthread_mutex_unlock(&u->lock);
+    /* Woken after the unlock: a thread woken under it would at once block
+     * on the lock and be woken a second time by the unlock. Each waiter
+     * tests its condition under the lock, so no wake-up is lost. */
+    if (wake_sync) {
         pthread_cond_signal(&u->sync_cond);
     }
     pthread_cond_broadcast(&u->grown);
-    pthread_mutex_unlock(&u->lock);
     return ULOG_OK;
 }
 
