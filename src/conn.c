@@ -217,7 +217,7 @@ _process(struct conn *c)
 {
     struct conn_host *h = c->h;
     int handled = 0;
-    uint64_t staged = h->pctx->batch->staged_total;
+    uint64_t staged = txn_staged_total(h->pctx->batch);
 
     txn_batch_set_owner(h->pctx->batch, c);
     while (c->state == CONN_READING) {
@@ -311,7 +311,7 @@ _process(struct conn *c)
         }
     }
     buf_shrink(&c->in, CONN_BUF_KEEP);
-    if (h->pctx->batch->staged_total != staged) {
+    if (txn_staged_total(h->pctx->batch) != staged) {
         c->wrote = true;
     }
     if (buf_len(&c->out) > 0 || c->state == CONN_CLOSING) {

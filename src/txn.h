@@ -292,6 +292,16 @@ enum txn_status txn_commit(struct txn_batch *b);
 bool txn_pending(const struct txn_batch *b);
 
 /*
+ * Changes ever staged in `b` (never reset): a caller compares two readings
+ * to learn whether the requests between them wrote anything.
+ */
+static inline uint64_t
+txn_staged_total(const struct txn_batch *b)
+{
+    return b->staged_total;
+}
+
+/*
  * T8: applies every waiting group the log has made durable, oldest first,
  * and releases their stripes. Returns TXN_OK, or TXN_EIO if the log or
  * the store failed (waiting groups are then aborted: their owners get the
