@@ -292,6 +292,16 @@ enum txn_status txn_commit(struct txn_batch *b);
 bool txn_pending(const struct txn_batch *b);
 
 /*
+ * T8: true if a group of `b` waiting for durability holds the stripe that
+ * guards `key`, so that a read of `key` must look at the waiting changes
+ * before the store. The staged changes' own hold on the stripe does not
+ * count: the read that follows txn_begin_key() consults the store
+ * without scanning the waiting groups when only it holds the stripe.
+ */
+bool txn_waiting_holds(const struct txn_batch *b, const char *key,
+                       size_t nkey);
+
+/*
  * Changes ever staged in `b` (never reset): a caller compares two readings
  * to learn whether the requests between them wrote anything.
  */

@@ -1,7 +1,8 @@
 /*
  * txn_internal: what txn.c shares with txn_replay.c (changes from a peer
- * or from the log) and txn_retire.c (expired items and tombstones), and
- * with nothing else. Each function keeps the invariants of txn.h.
+ * or from the log), txn_retire.c (expired items and tombstones) and
+ * txn_flush.c (flush_all's state), and with nothing else. Each function
+ * keeps the invariants of txn.h.
  */
 #ifndef KURA_TXN_INTERNAL_H
 #define KURA_TXN_INTERNAL_H
@@ -44,6 +45,10 @@ enum txn_status txn_apply_record(struct txn_engine *eng,
 enum store_status txn_put_tombstone(struct txn_engine *eng, const char *key,
                                     size_t nkey, const struct record_meta *m,
                                     uint64_t lsn);
+
+/* Loads the engine's flush_all state from its file (txn_flush.c); 0, or
+ * -1 with a reason in `err`. A missing file is no flush_all yet. */
+int txn_flush_state_load(struct txn_engine *eng, char *err, size_t errlen);
 
 /* Folds a flush_all (stamp, deadline) into the engine's persisted state. */
 enum txn_status txn_apply_flush(struct txn_engine *eng, uint64_t stamp,

@@ -548,6 +548,54 @@ START_TEST(test_t8_store_changes_only_once_durable)
 }
 END_TEST
 
+/* A key "<prefix><n>" whose stripe is `stripe` (same) or is not. */
+static void
+_key_by_stripe(char *out, size_t cap, const char *prefix, uint32_t stripe,
+               bool same)
+{
+    for (unsigned n = 0;; n++) {
+        snprintf(out, cap, "%s%u", prefix, n);
+        uint32_t s = (uint32_t)(util_hash(out, strlen(out)) &
+                                (eng.nstripes - 1));
+        if ((s == stripe) == same) {
+            return;
+        }
+    }
+}
+
+START_TEST(test_t8_only_waiting_stripes_are_scanned)
+{
+    struct txn_batch b;
+    char other[32], same[32], v[64];
+    uint32_t k_stripe = (uint32_t)(util_hash("k", 1) & (eng.nstripes - 1));
+
+    ck_assert_int_eq(txn_batch_init(&b, &eng, 1024), 0);
+    ck_assert(!txn_waiting_holds(&b, "k", 1));
+    _put(&b, "k", "one");
+    ck_assert_int_eq(txn_commit(&b), TXN_OK);
+    ck_assert(txn_waiting_holds(&b, "k", 1));
+    /* Staged alone in its stripe: its read goes straight to the store
+     * (the staged change's own hold is not a waiting group's). */
+    _key_by_stripe(other, sizeof(other), "o", k_stripe, false);
+    _put(&b, other, "x");
+    ck_assert(!txn_waiting_holds(&b, other, strlen(other)));
+    ck_assert(txn_waiting_holds(&b, "k", 1));
+    /* Staged in the waiting group's stripe: that group is still read
+     * first, and has nothing for this key. */
+    _key_by_stripe(same, sizeof(same), "s", k_stripe, true);
+    _put(&b, same, "y");
+    ck_assert(txn_waiting_holds(&b, same, strlen(same)));
+    ck_assert(_get(&b, "k", v, sizeof(v)));
+    ck_assert_str_eq(v, "one");
+    ck_assert(_get(&b, same, v, sizeof(v)));
+    ck_assert_str_eq(v, "y");
+    ck_assert_int_eq(txn_wait_applied(&b), TXN_OK);
+    ck_assert(!txn_waiting_holds(&b, "k", 1));
+    ck_assert(!txn_waiting_holds(&b, same, strlen(same)));
+    txn_batch_deinit(&b);
+}
+END_TEST
+
 START_TEST(test_t8_expiry_goes_through_the_log)
 {
     struct txn_batch b;
@@ -668,6 +716,7 @@ txn_suite(void)
     tcase_add_checked_fixture(tc, _setup_logged_alone, _teardown_logged);
     tcase_add_test(tc, test_t8_store_changes_only_once_durable);
     tcase_add_test(tc, test_t8_expiry_goes_through_the_log);
+    tcase_add_test(tc, test_t8_only_waiting_stripes_are_scanned);
     suite_add_tcase(s, tc);
     tc = tcase_create("apply_after_sync_threads");
     tcase_add_checked_fixture(tc, _setup_logged_threads, _teardown_logged);

@@ -1,0 +1,146 @@
+/*
+ * txn_flush: flush_all's state. The command is logged as one record
+ * (LOGREC_FLUSH) and, once applied, folded into the engine's state, which
+ * is persisted in its own file (replaced atomically) so that a restart or
+ * a peer never brings back what a flush_all removed (expiry.h).
+ */
+#include "txn_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "atomicfile.h"
+#include "util.h"
+
+int
+txn_flush_state_load(struct txn_engine *eng, char *err, size_t errlen)
+{
+    char text[128];
+    long n = atomicfile_read(eng->flush_path, text, sizeof(text));
+    uint64_t v[3] = {0, 0, 0};
+
+    if (n < 0) {
+        if (errno == ENOENT) {
+            return 0;
+        }
+        snprintf(err, errlen, "cannot read %s: %s", eng->flush_path,
+                 strerror(errno));
+        return -1;
+    }
+    if (sscanf(text, "flush %" SCNu64 " %" SCNu64 " %" SCNu64, &v[0], &v[1],
+               &v[2]) < 2) {
+        snprintf(err, errlen, "%s is corrupt; remove it to forget flush_all",
+                 eng->flush_path);
+        return -1;
+    }
+    atomic_store(&eng->flush_applied_us, v[0]);
+    atomic_store(&eng->flush_pending_us, v[1]);
+    atomic_store(&eng->flush_pending_stamp, v[2]);
+    return 0;
+}
+
+void
+txn_flush_state(struct txn_engine *eng, struct expiry_flush *out)
+{
+    out->applied_us =
+        atomic_load_explicit(&eng->flush_applied_us, memory_order_relaxed);
+    out->pending_us =
+        atomic_load_explicit(&eng->flush_pending_us, memory_order_relaxed);
+    out->pending_stamp =
+        atomic_load_explicit(&eng->flush_pending_stamp, memory_order_relaxed);
+}
+
+/* Persists and publishes `f`; the caller holds flush_lock. */
+static enum txn_status
+_store_flush_state(struct txn_engine *eng, const struct expiry_flush *f)
+{
+    if (eng->flush_path[0] != '\0') {
+        char text[128];
+        int n = snprintf(text, sizeof(text),
+                         "flush %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+                         f->applied_us, f->pending_us, f->pending_stamp);
+        if (atomicfile_write(eng->flush_path, text, (size_t)n) != 0) {
+            return TXN_EIO;
+        }
+    }
+    atomic_store(&eng->flush_applied_us, f->applied_us);
+    atomic_store(&eng->flush_pending_us, f->pending_us);
+    atomic_store(&eng->flush_pending_stamp, f->pending_stamp);
+    return TXN_OK;
+}
+
+enum txn_status
+txn_apply_flush(struct txn_engine *eng, uint64_t stamp, uint64_t deadline)
+{
+    struct expiry_flush f;
+    enum txn_status st = TXN_OK;
+
+    pthread_mutex_lock(&eng->flush_lock);
+    txn_flush_state(eng, &f);
+    if (expiry_flush_apply(&f, stamp, deadline)) {
+        st = _store_flush_state(eng, &f);
+    }
+    pthread_mutex_unlock(&eng->flush_lock);
+    return st;
+}
+
+enum txn_status
+txn_flush_settle(struct txn_engine *eng)
+{
+    struct expiry_flush f;
+    enum txn_status st = TXN_OK;
+
+    pthread_mutex_lock(&eng->flush_lock);
+    txn_flush_state(eng, &f);
+    if (expiry_flush_settle(&f, util_now_us())) {
+        st = _store_flush_state(eng, &f);
+    }
+    pthread_mutex_unlock(&eng->flush_lock);
+    return st;
+}
+
+enum txn_status
+txn_flush_all(struct txn_batch *b, int64_t delay_s)
+{
+    struct txn_engine *eng = b->eng;
+    enum txn_status st = txn_writable(eng);
+
+    if (st != TXN_OK) {
+        return st;
+    }
+    /* Persisting takes an fsync; hold no stripe meanwhile. */
+    txn_commit(b);
+    uint64_t deadline = expiry_flush_deadline(delay_s, util_now_us());
+    uint64_t stamp = clock_next(eng->clock);
+    if (eng->ulog == NULL) {
+        return txn_apply_flush(eng, stamp, deadline);
+    }
+    uint8_t payload[LOGREC_FLUSH_PAYLOAD];
+    logrec_flush_encode(payload, stamp, deadline);
+    st = txn_stage_raw(b, LOGREC_FLUSH, eng->sid, NULL, 0, payload,
+                       sizeof(payload), NULL, 0, NULL, 0);
+    if (st != TXN_OK) {
+        return st;
+    }
+    b->flush_waiting = true;
+    b->flush_stamp = stamp;
+    b->flush_deadline = deadline;
+    return txn_commit(b);
+}
+
+void
+txn_batch_flush_state(struct txn_batch *b, struct expiry_flush *out)
+{
+    txn_flush_state(b->eng, out);
+    if (!b->flush_waiting) {
+        return;
+    }
+    if (b->waiting == 0) {
+        b->flush_waiting = false; /* applied: the engine's state has it */
+        return;
+    }
+    /* Folding it in again once applied changes nothing. */
+    (void)expiry_flush_apply(out, b->flush_stamp, b->flush_deadline);
+}
