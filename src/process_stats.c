@@ -103,7 +103,7 @@ _stats_replication(const struct stats_snapshot *snap,
                               "%" PRIu64, u->fdatasynced_lsn);
     }
     if (snap->has_master) {
-        const struct repl_slave_stats *m = &snap->master;
+        const struct repl_receiver_stats *m = &snap->master;
         ok = ok && reply_stat(out, req, "kura_repl_master_connected", "%d",
                               m->connected ? 1 : 0);
         ok = ok && reply_stat(out, req, "kura_repl_master_sid", "%u",

@@ -8,7 +8,7 @@
  *
  * flags: REPL_FLAG_ALLOW_RESYNC (1) a snapshot may replace the stream,
  * REPL_FLAG_BACKUP (2) a backup, not a peer, REPL_FLAG_OWN (4) send my
- * own records back too (repl_master.h R6). Unknown flags are ignored.
+ * own records back too (repl_sender.h R6). Unknown flags are ignored.
  *
  * When the master has a shared key (repl_auth.h) the two prove they hold
  * it before anything else passes:
@@ -27,7 +27,7 @@
  *
  * A backup (`kura backup`) asks with REPL_FLAG_BACKUP, any after-lsn and
  * the sid REPL_BACKUP_SID. It is authenticated like a standby, but it is
- * not a peer (repl_master.h, R3): the master sends SNAP_BEGIN, the items,
+ * not a peer (repl_sender.h, R3): the master sends SNAP_BEGIN, the items,
  * SNAP_END, then every record (whatever its origin) after the snapshot's
  * lsn up to the backup's position P, then one HEARTBEAT whose stream
  * position is P, and closes the connection. Snapshot and records applied
@@ -56,7 +56,7 @@
  *     WACK        u64 lsn, u64 seq: the master position written to the
  *                 standby's own log (write(2) returned; not yet synced).
  *                 Sent only when the master's OK or RESYNC line ends in
- *                 " wack" (it runs -fsync peer; repl_master.h R5), after
+ *                 " wack" (it runs -fsync peer; repl_sender.h R5), after
  *                 every batch the standby logs, so the master can answer
  *                 the writes it holds back (ulog.h U10). A master that
  *                 did not ask never gets one (older masters would drop
@@ -82,7 +82,7 @@
 #define REPL_FRAME_MAX (LOGREC_MAX_LEN + 64)
 #define REPL_FLAG_ALLOW_RESYNC 1u
 #define REPL_FLAG_BACKUP 2u
-/* After an unclean stop: send my own records back too (repl_master.h R6).
+/* After an unclean stop: send my own records back too (repl_sender.h R6).
  * Masters that predate it ignore the flag. */
 #define REPL_FLAG_OWN 4u
 /* The sid a backup announces: server ids are 1-65535, so it names none. */

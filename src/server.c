@@ -27,8 +27,8 @@
 #include "record.h"
 #include "snapshot.h"
 #include "recovery.h"
-#include "repl_master.h"
-#include "repl_slave.h"
+#include "repl_sender.h"
+#include "repl_receiver.h"
 #include "stats.h"
 #include "store.h"
 #include "sweeper.h"
@@ -74,8 +74,8 @@ struct server {
     struct auth clients;         /* -auth */
     struct access_table access;  /* meta h and l */
     bool access_ready;
-    struct repl_master *master;  /* serves peers; with an update log */
-    struct repl_slave *slave;    /* follows -mhost */
+    struct repl_sender *sender;  /* serves peers; with an update log */
+    struct repl_receiver *receiver; /* follows -mhost */
     struct txn_engine eng;
     bool eng_ready;
     struct process_env penv;
@@ -90,7 +90,7 @@ struct server {
     struct event *sig_term;
     struct event *sig_int;
     struct event *sig_hup;
-    struct event *catchup;       /* polls the slave while clients wait */
+    struct event *catchup;       /* polls the receiver while clients wait */
     uint64_t catchup_since_ms;
     int exit_status;             /* set when serving failed after start */
     int64_t started_s;
@@ -144,12 +144,12 @@ _snapshot(void *arg, struct stats_snapshot *snap)
         snap->has_ulog = true;
         ulog_stats(srv->ulog, &snap->ulog);
     }
-    if (srv->slave != NULL) {
+    if (srv->receiver != NULL) {
         snap->has_master = true;
-        repl_slave_stats(srv->slave, &snap->master);
+        repl_receiver_stats(srv->receiver, &snap->master);
     }
-    if (srv->master != NULL) {
-        snap->npeers = repl_master_stats(srv->master, snap->peers,
+    if (srv->sender != NULL) {
+        snap->npeers = repl_sender_stats(srv->sender, snap->peers,
                                          REPL_MAX_PEERS);
     }
 }
@@ -180,7 +180,7 @@ static uint64_t
 _peers_acked(void *arg)
 {
     struct server *srv = arg;
-    return srv->master != NULL ? repl_master_acked(srv->master) : UINT64_MAX;
+    return srv->sender != NULL ? repl_sender_acked(srv->sender) : UINT64_MAX;
 }
 
 /* Sweeper callback: what still needs tombstones (T6). */
@@ -189,21 +189,22 @@ _tombstone_limits(void *arg, uint64_t *acked, uint64_t *source)
 {
     struct server *srv = arg;
     *acked = _peers_acked(srv);
-    *source = srv->slave != NULL ? repl_slave_applied(srv->slave) : UINT64_MAX;
+    *source = srv->receiver != NULL ? repl_receiver_applied(srv->receiver)
+                                    : UINT64_MAX;
 }
 
-/* A client sent REPL: hand its socket to the replication master. */
+/* A client sent REPL: hand its socket to the replication sender. */
 static int
 _handoff(void *arg, int fd, const struct proto_request *req)
 {
     struct server *srv = arg;
-    if (srv->master == NULL) {
+    if (srv->sender == NULL) {
         static const char msg[] = "REPL ERROR this server has no update log\r\n";
         ssize_t w = send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)w;
         return -1;
     }
-    return repl_master_accept(srv->master, fd, req->args, req->args_len);
+    return repl_sender_accept(srv->sender, fd, req->args, req->args_len);
 }
 
 static void
@@ -353,12 +354,12 @@ _log_open_report(struct server *srv, const struct store_open_report *rep)
              sr->unreadable, sr->first_damage);
 }
 
-/* A peer that connects to us as a follower is up again: the slave
+/* A peer that connects to us as a follower is up again: the receiver
  * following it stops waiting out its backoff. */
 static void
 _peer_is_back(void *arg)
 {
-    repl_slave_peer_back(arg);
+    repl_receiver_peer_back(arg);
 }
 
 static int
@@ -439,19 +440,19 @@ _open_storage(struct server *srv, char *err, size_t errlen)
     if (repl_auth_load(&srv->auth, s->rkey_path, err, errlen) != 0) {
         return -1;
     }
-    srv->master = repl_master_create(srv->ulog, srv->store, s->ulog_path,
+    srv->sender = repl_sender_create(srv->ulog, srv->store, s->ulog_path,
                                      s->sid, s->fsync == ULOG_FSYNC_ALWAYS,
                                      &srv->auth, &srv->log, err, errlen);
-    if (srv->master == NULL) {
+    if (srv->sender == NULL) {
         return -1;
     }
-    repl_master_set_engine(srv->master, &srv->eng);
+    repl_sender_set_engine(srv->sender, &srv->eng);
     if (ulog_start(srv->ulog) != 0) {
         snprintf(err, errlen, "cannot start the update log threads");
         return -1;
     }
     if (s->mhost[0] != '\0') {
-        struct repl_slave_options ro;
+        struct repl_receiver_options ro;
         memset(&ro, 0, sizeof(ro));
         util_strlcpy(ro.host, s->mhost, sizeof(ro.host));
         ro.port = s->mport;
@@ -462,11 +463,12 @@ _open_storage(struct server *srv, char *err, size_t errlen)
         /* R6: a crash may have cut writes the peer holds from our log. */
         ro.own_back = rep.unclean && !s->uas &&
                       s->fsync != ULOG_FSYNC_ALWAYS;
-        srv->slave = repl_slave_create(&ro, &srv->eng, &srv->log, err, errlen);
-        if (srv->slave == NULL) {
+        srv->receiver = repl_receiver_create(&ro, &srv->eng, &srv->log, err,
+                                             errlen);
+        if (srv->receiver == NULL) {
             return -1;
         }
-        repl_master_on_follower(srv->master, _peer_is_back, srv->slave);
+        repl_sender_on_follower(srv->sender, _peer_is_back, srv->receiver);
     }
     return 0;
 }
@@ -568,7 +570,7 @@ _serve(struct server *srv, char *err, size_t errlen)
 }
 
 /*
- * Until the slave has caught up with a reachable master (or failed to
+ * Until the receiver has caught up with a reachable master (or failed to
  * reach it, or -catchup passed), the port stays shut: a restarted server
  * beside a live peer must not answer a read with a value older than one
  * the peer acknowledged while it was down, nor miss its own writes that
@@ -583,23 +585,23 @@ _on_catchup_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
 
-    enum repl_slave_first first = repl_slave_first(srv->slave);
+    enum repl_receiver_first first = repl_receiver_first(srv->receiver);
     uint64_t waited = util_mono_ms() - srv->catchup_since_ms;
-    if (first == REPL_SLAVE_FIRST_PENDING &&
+    if (first == REPL_RECEIVER_FIRST_PENDING &&
         waited < (uint64_t)s->catchup_s * 1000) {
         return;
     }
     event_free(srv->catchup);
     srv->catchup = NULL;
-    if (first == REPL_SLAVE_FIRST_CAUGHT_UP) {
+    if (first == REPL_RECEIVER_FIRST_CAUGHT_UP) {
         log_info(&srv->log, "repl: caught up with master %s:%d in %" PRIu64
                  " ms; serving clients", s->mhost, s->mport, waited);
-    } else if (first == REPL_SLAVE_FIRST_FAILED) {
+    } else if (first == REPL_RECEIVER_FIRST_FAILED) {
         log_warn(&srv->log, "repl: master %s:%d not followed; serving what "
                  "this server holds", s->mhost, s->mport);
     } else {
-        struct repl_slave_stats st;
-        repl_slave_stats(srv->slave, &st);
+        struct repl_receiver_stats st;
+        repl_receiver_stats(srv->receiver, &st);
         log_warn(&srv->log, "repl: still catching up with master %s:%d after "
                  "%u s (%" PRIu64 " records behind); serving meanwhile",
                  s->mhost, s->mport, s->catchup_s, st.lag_records);
@@ -686,7 +688,7 @@ _start(struct server *srv, char *err, size_t errlen)
         return -1;
     }
     srv->sweeping = true;
-    if (srv->slave != NULL && repl_slave_start(srv->slave) != 0) {
+    if (srv->receiver != NULL && repl_receiver_start(srv->receiver) != 0) {
         snprintf(err, errlen, "cannot start replication from %s:%d", s->mhost,
                  s->mport);
         return -1;
@@ -701,7 +703,7 @@ _start(struct server *srv, char *err, size_t errlen)
         snprintf(err, errlen, "cannot install signal handlers");
         return -1;
     }
-    if (srv->slave != NULL && s->catchup_s > 0) {
+    if (srv->receiver != NULL && s->catchup_s > 0) {
         return _hold_for_catchup(srv, err, errlen);
     }
     return _serve(srv, err, errlen);
@@ -725,10 +727,10 @@ _stop(struct server *srv)
     for (int i = 0; i < srv->nworkers; i++) {
         worker_join(&srv->workers[i]);
     }
-    repl_slave_destroy(srv->slave);
-    srv->slave = NULL;
-    repl_master_destroy(srv->master);
-    srv->master = NULL;
+    repl_receiver_destroy(srv->receiver);
+    srv->receiver = NULL;
+    repl_sender_destroy(srv->sender);
+    srv->sender = NULL;
     if (srv->sweeping) {
         sweeper_stop(&srv->sweeper);
     }

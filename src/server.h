@@ -4,9 +4,9 @@
  * Start-up order (each step can fail with a clear message and a non-zero
  * exit, before anything is served): log, -kl, pid file, daemonise, file
  * limit, client passwords, update log, database, redo of the log, write
- * path, replication (master side, then the slave's setup), log threads,
- * workers, sweeper, the slave's thread, signals; then the listener, at
- * once or, with -mhost, once the slave has caught up with a reachable
+ * path, replication (master side, then the receiver's setup), log threads,
+ * workers, sweeper, the receiver's thread, signals; then the listener, at
+ * once or, with -mhost, once the receiver has caught up with a reachable
  * master or -catchup has passed (the event loop runs meanwhile, so a
  * signal stops a server still catching up). -dmn's parent and systemd
  * hear "ready" when the listener opens. Shut down in reverse on

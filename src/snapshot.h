@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "repl_master.h"
-#include "repl_slave.h"
+#include "repl_sender.h"
+#include "repl_receiver.h"
 #include "stats.h"
 #include "ulog.h"
 
@@ -34,7 +34,7 @@ struct stats_snapshot {
     bool has_ulog;
     struct ulog_stats ulog;
     bool has_master;        /* this server follows -mhost */
-    struct repl_slave_stats master;
+    struct repl_receiver_stats master;
     int npeers;             /* peers that pull from this server */
     struct repl_peer_stats peers[REPL_MAX_PEERS];
 };

@@ -53,7 +53,7 @@
  * Under "peer" (ulog_peer.c; tests/unit/check_ulog_peer and
  * tests/integration/check_it_peer cite these):
  *  U10. While a connected, authenticated peer is linked (it reports what
- *       it writes, repl_master.h R5), a record counts as durable (its
+ *       it writes, repl_sender.h R5), a record counts as durable (its
  *       replies may leave) only once that peer has reported it written
  *       to its own log: an answered write is then on both machines. The
  *       durable lsn never goes back and never passes the last lsn

@@ -4,7 +4,7 @@
  * answered once that peer has written it to its own log; with no peer
  * linked, or while the linked one stalls, once this machine's fdatasync
  * covers it, as under "always". The log is synced every fsync_ms either
- * way. The replication sender (repl_master.c)
+ * way. The replication sender (repl_sender.c)
  * links a peer here when it starts reporting writes (R5) and passes its
  * reports on; the sync thread (ulog.c) reads the link count.
  *

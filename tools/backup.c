@@ -5,7 +5,7 @@
  * (repl_proto.h), authenticated with the -rkey secret like a standby, and
  * receives a snapshot of the database followed by every log record after
  * the snapshot's lsn up to one position P, then a heartbeat naming P
- * (repl_master.h, R1-R3). It writes the items into a new database under a
+ * (repl_sender.h, R1-R3). It writes the items into a new database under a
  * temporary name and redoes the records over it in log order, so the file
  * ends up holding the server's database as of P (R2). Then, in this
  * order, so that a crash at any point leaves either the old backup or the
@@ -47,7 +47,7 @@
 #include "netio.h"
 #include "repl_auth.h"
 #include "repl_proto.h"
-#include "repl_slave.h"
+#include "repl_receiver.h"
 #include "store.h"
 #include "txn.h"
 #include "util.h"
@@ -221,9 +221,9 @@ _session(struct backup *bk)
                      strerror(errno));
     }
     int rc = -1;
-    switch (repl_slave_handshake(fd, &h, &bk->auth, bk->timeout_ms, line,
-                                 sizeof(line))) {
-    case REPL_SLAVE_HS_OK:
+    switch (repl_receiver_handshake(fd, &h, &bk->auth, bk->timeout_ms, line,
+                                    sizeof(line))) {
+    case REPL_RECEIVER_HS_OK:
         if (sscanf(line, "REPL BACKUP %" SCNu32, &bk->master_sid) == 1) {
             rc = _receive(bk, fd);
         } else if (strncmp(line, "REPL ERROR ", 11) == 0) {
@@ -233,18 +233,18 @@ _session(struct backup *bk)
                   "\"%.60s\"); upgrade it", line);
         }
         break;
-    case REPL_SLAVE_HS_EIO:
+    case REPL_RECEIVER_HS_EIO:
         _fail(bk, "no answer from %s:%d", bk->host, bk->port);
         break;
-    case REPL_SLAVE_HS_NOPROOF:
+    case REPL_RECEIVER_HS_NOPROOF:
         _fail(bk, "%s:%d did not prove it holds the key (has it no "
               "-rkey?)", bk->host, bk->port);
         break;
-    case REPL_SLAVE_HS_NEEDKEY:
+    case REPL_RECEIVER_HS_NEEDKEY:
         _fail(bk, "%s:%d requires the replication key: give --rkey",
               bk->host, bk->port);
         break;
-    case REPL_SLAVE_HS_BADPROOF:
+    case REPL_RECEIVER_HS_BADPROOF:
         _fail(bk, "%s:%d failed authentication (not the same key)",
               bk->host, bk->port);
         break;

@@ -5,7 +5,7 @@
  * `kura backup OUT.tch` writes OUT.tch.pos:
  *
  *   rts <lsn> <seq>\n     the backup holds every change of the server's
- *                         log up to this record and none after (repl_master.h,
+ *                         log up to this record and none after (repl_sender.h,
  *                         R2); the line is an -rts file's contents, so the
  *                         file can seed a new standby's -rts as it is
  *   sid <sid>\n           the server whose log that position is in

@@ -6,7 +6,7 @@
  * A backup is SNAP_BEGIN <lsn>, the flush_all state as FLUSH records of
  * seq 0 (R7; passed to `redo`), the items, SNAP_END <count>, the log
  * records after that lsn up to the position P, and one HEARTBEAT whose
- * stream position is P (repl_master.h, R2). Refused, each with a reason:
+ * stream position is P (repl_sender.h, R2). Refused, each with a reason:
  * an item outside SNAP_BEGIN..SNAP_END or one that is not a record
  * (record.h); a count that is not the items received; a second snapshot;
  * inside the snapshot, any record but those FLUSH records before the

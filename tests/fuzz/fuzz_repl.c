@@ -11,7 +11,7 @@
  *     master's CHALLENGE, a standby's AUTH, the master's answer), each
  *     read as netio_read_line() delivers it and given to
  *     repl_challenge_parse() and repl_auth_line_parse();
- *   - a stream of back-to-back frames, decoded as repl_slave.c does:
+ *   - a stream of back-to-back frames, decoded as repl_receiver.c does:
  *     repl_frame_decode() until it needs more bytes or finds garbage, each
  *     frame's payload read the way _frame() reads it (logrec_decode() for
  *     RECORD, the record envelope for PUT records and snapshot items).
@@ -231,7 +231,7 @@ _check_frame(const struct repl_frame *f, const uint8_t *buf, size_t avail)
         FUZZ_CHECK(f->pos_lsn <= f->lsn && f->pos_seq <= f->seq);
         break;
     case REPL_FRAME_ACK:
-    case REPL_FRAME_WACK: /* -fsync peer's report (repl_master.h R5) */
+    case REPL_FRAME_WACK: /* -fsync peer's report (repl_sender.h R5) */
         FUZZ_CHECK(f->plen == 16);
         break;
     case REPL_FRAME_SNAP_BEGIN:

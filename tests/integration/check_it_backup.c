@@ -5,7 +5,7 @@
  * - Under a concurrent write load (kura bench --ack-log), `kura backup`
  *   takes a copy; a kurad started on it holds every write acknowledged
  *   before the backup began (kura verify). The copy is exactly the
- *   server's database as of its position P (repl_master.h R1, R2): it
+ *   server's database as of its position P (repl_sender.h R1, R2): it
  *   equals the server's own log replayed from the start up to P, record
  *   for record, and the copy plus the log after P equals the server's
  *   final database.
@@ -52,7 +52,7 @@
 #include "record.h"
 #include "repl_auth.h"
 #include "repl_proto.h"
-#include "repl_slave.h"
+#include "repl_receiver.h"
 #include "store.h"
 
 #define TOOL_TIMEOUT_MS 60000
@@ -861,9 +861,9 @@ START_TEST(test_slow_backup_holds_the_log)
     int fd = _slow_connect(m.port);
     struct repl_hello h = {REPL_VERSION, REPL_BACKUP_SID, 0, REPL_FLAG_BACKUP,
                            ""};
-    ck_assert_int_eq(repl_slave_handshake(fd, &h, &auth, 5000, line,
-                                          sizeof(line)),
-                     REPL_SLAVE_HS_OK);
+    ck_assert_int_eq(repl_receiver_handshake(fd, &h, &auth, 5000, line,
+                                             sizeof(line)),
+                                             REPL_RECEIVER_HS_OK);
     ck_assert_str_eq(line, "REPL BACKUP 1");
 
     /* Stalled: more writes, segments rotate, checkpoints run. */

@@ -1,5 +1,5 @@
 /*
- * Integration tests: -fsync peer (ulog.h U10-U12, repl_master.h R5) on a
+ * Integration tests: -fsync peer (ulog.h U10-U12, repl_sender.h R5) on a
  * master/master pair of real daemons on loopback.
  *
  * - kill -9 of the active server under a write load: every write it

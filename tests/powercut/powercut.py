@@ -68,10 +68,10 @@ src/txn.h T8 cite these numbers):
        README's "What survives what" bounds them. So are they under
        -fsync peer in the other moments (etc/tuning.md, "-fsync peer").
   PC7  under -fsync peer, once the standby reports writes (src/ulog.h
-       U10, src/repl_master.h R5), every write the active acknowledged
+       U10, src/repl_sender.h R5), every write the active acknowledged
        before a power cut of the active is on the standby, checked
        before the active comes back; then the active restarts, gets back
-       from the standby the writes its log lost (src/repl_master.h R6),
+       from the standby the writes its log lost (src/repl_sender.h R6),
        and once the pair has converged both hold them all (moment
        `active`).
 

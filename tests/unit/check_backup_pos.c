@@ -52,7 +52,7 @@ START_TEST(test_largest_fits)
 }
 END_TEST
 
-/* The first line is what repl_slave.c reads from an -rts file. */
+/* The first line is what repl_receiver.c reads from an -rts file. */
 START_TEST(test_first_line_is_an_rts_file)
 {
     struct backup_pos in = {1795428000000001ull, 9, 1};

@@ -2,7 +2,7 @@
  * Unit tests for backup_stream: what `kura backup` accepts from a server.
  * A whole session (with and without log records after the snapshot) is
  * passed on in order and ends at the heartbeat's position; every
- * departure from repl_master.h R2 listed in backup_stream.h is refused
+ * departure from repl_sender.h R2 listed in backup_stream.h is refused
  * with a reason, and nothing more is accepted after a refusal.
  */
 #include <check.h>

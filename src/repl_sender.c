@@ -1,7 +1,7 @@
 /*
- * repl_master: one sender thread per connected peer (see repl_master.h).
+ * repl_sender: one sender thread per connected peer (see repl_sender.h).
  */
-#include "repl_master.h"
+#include "repl_sender.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +27,7 @@
 #define AUTH_TIMEOUT_MS 5000
 
 struct sender {
-    struct repl_master *m;
+    struct repl_sender *m;
     int fd;
     pthread_t thread;
     struct repl_hello hello;
@@ -54,7 +54,7 @@ struct peer {
     struct sender *owner;
 };
 
-struct repl_master {
+struct repl_sender {
     struct ulog *ulog;
     struct store *store;
     struct txn_engine *eng;     /* flush_all state for R4, or NULL */
@@ -78,7 +78,7 @@ struct repl_master {
 /* ------------------------------------------------------------- peers */
 
 static void
-_load_peers(struct repl_master *m)
+_load_peers(struct repl_sender *m)
 {
     char text[4096];
     long n = atomicfile_read(m->peers_path, text, sizeof(text));
@@ -101,7 +101,7 @@ _load_peers(struct repl_master *m)
 
 /* Writes the peers file if it changed and PERSIST_MS passed. */
 static void
-_persist_peers(struct repl_master *m, bool force)
+_persist_peers(struct repl_sender *m, bool force)
 {
     char text[4096];
     size_t n = 0;
@@ -129,7 +129,7 @@ _persist_peers(struct repl_master *m, bool force)
 
 /* Finds or adds the peer `sid` and makes `s` its connection. */
 static struct peer *
-_attach(struct repl_master *m, struct sender *s)
+_attach(struct repl_sender *m, struct sender *s)
 {
     struct peer *p = NULL;
 
@@ -160,7 +160,7 @@ _attach(struct repl_master *m, struct sender *s)
 }
 
 static void
-_detach(struct repl_master *m, struct sender *s, struct peer *p)
+_detach(struct repl_sender *m, struct sender *s, struct peer *p)
 {
     pthread_mutex_lock(&m->lock);
     if (p != NULL && p->owner == s) {
@@ -171,7 +171,7 @@ _detach(struct repl_master *m, struct sender *s, struct peer *p)
 }
 
 uint64_t
-repl_master_acked(struct repl_master *m)
+repl_sender_acked(struct repl_sender *m)
 {
     uint64_t acked = UINT64_MAX;
     pthread_mutex_lock(&m->lock);
@@ -190,7 +190,7 @@ repl_master_acked(struct repl_master *m)
 }
 
 int
-repl_master_stats(struct repl_master *m, struct repl_peer_stats *out, int max)
+repl_sender_stats(struct repl_sender *m, struct repl_peer_stats *out, int max)
 {
     int n = 0;
     pthread_mutex_lock(&m->lock);
@@ -287,7 +287,7 @@ _peer_name(int fd, char *out, size_t cap)
 static bool
 _authenticate(struct sender *s)
 {
-    struct repl_master *m = s->m;
+    struct repl_sender *m = s->m;
     char peer[INET6_ADDRSTRLEN + 16];
     char line[REPL_LINE_MAX];
     char snonce[REPL_NONCE_HEX + 1];
@@ -373,7 +373,7 @@ _queue_flush_state(struct sender *s, const struct expiry_flush *fl,
 static uint64_t
 _send_snapshot(struct sender *s, struct peer *p, uint64_t *sent)
 {
-    struct repl_master *m = s->m;
+    struct repl_sender *m = s->m;
     uint8_t hdr[REPL_FRAME_HEADER + 2 + RECORD_KEY_MAX];
     char key[RECORD_KEY_MAX + 1];
     size_t nkey;
@@ -573,7 +573,7 @@ _acks_main(void *arg)
 static void
 _stream(struct sender *s, struct peer *p, struct ulog_reader *r)
 {
-    struct repl_master *m = s->m;
+    struct repl_sender *m = s->m;
     uint8_t acks[256];
     size_t have = 0;
     uint64_t pos_seq = 0;
@@ -643,7 +643,7 @@ _stream(struct sender *s, struct peer *p, struct ulog_reader *r)
 static bool
 _send_backup(struct sender *s, const char *peer)
 {
-    struct repl_master *m = s->m;
+    struct repl_sender *m = s->m;
     struct ulog_reader *r = NULL;
     uint64_t count = 0;
     uint64_t sent = 0;
@@ -710,7 +710,7 @@ _send_backup(struct sender *s, const char *peer)
 static void
 _serve_backup(struct sender *s)
 {
-    struct repl_master *m = s->m;
+    struct repl_sender *m = s->m;
     char peer[INET6_ADDRSTRLEN + 16];
 
     /* Hold everything, then from the lsn read here: the snapshot's lsn,
@@ -737,7 +737,7 @@ static void *
 _sender_main(void *arg)
 {
     struct sender *s = arg;
-    struct repl_master *m = s->m;
+    struct repl_sender *m = s->m;
     struct ulog_reader *r = NULL;
     util_thread_name("kura-send");
     struct peer *p = NULL;
@@ -837,7 +837,7 @@ done:
     _detach(m, s, p);
     _persist_peers(m, true);
     /* The descriptor is closed when the thread is reaped, so that
-     * repl_master_destroy() never shuts down a reused descriptor. */
+     * repl_sender_destroy() never shuts down a reused descriptor. */
     shutdown(s->fd, SHUT_RDWR);
     buf_deinit(&s->out);
     atomic_store(&s->finished, true);
@@ -846,7 +846,7 @@ done:
 
 /* Joins and frees finished senders; the caller holds no lock. */
 static void
-_reap(struct repl_master *m, bool all)
+_reap(struct repl_sender *m, bool all)
 {
     pthread_mutex_lock(&m->lock);
     struct sender **link = &m->senders;
@@ -872,13 +872,13 @@ _reap(struct repl_master *m, bool all)
 }
 
 void
-repl_master_set_engine(struct repl_master *m, struct txn_engine *eng)
+repl_sender_set_engine(struct repl_sender *m, struct txn_engine *eng)
 {
     m->eng = eng;
 }
 
 void
-repl_master_on_follower(struct repl_master *m,
+repl_sender_on_follower(struct repl_sender *m,
                         void (*fn)(void *arg), void *arg)
 {
     m->on_follower = fn;
@@ -886,7 +886,7 @@ repl_master_on_follower(struct repl_master *m,
 }
 
 int
-repl_master_accept(struct repl_master *m, int fd, const char *args,
+repl_sender_accept(struct repl_sender *m, int fd, const char *args,
                    size_t args_len)
 {
     struct sender *s = calloc(1, sizeof(*s));
@@ -916,13 +916,13 @@ repl_master_accept(struct repl_master *m, int fd, const char *args,
     return 0;
 }
 
-struct repl_master *
-repl_master_create(struct ulog *ulog, struct store *store,
+struct repl_sender *
+repl_sender_create(struct ulog *ulog, struct store *store,
                    const char *ulog_dir, uint32_t sid, bool durable_only,
                    const struct repl_auth *auth, struct logger *log,
                    char *err, size_t errlen)
 {
-    struct repl_master *m = calloc(1, sizeof(*m));
+    struct repl_sender *m = calloc(1, sizeof(*m));
     if (m == NULL) {
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -941,7 +941,7 @@ repl_master_create(struct ulog *ulog, struct store *store,
 }
 
 void
-repl_master_destroy(struct repl_master *m)
+repl_sender_destroy(struct repl_sender *m)
 {
     if (m == NULL) {
         return;

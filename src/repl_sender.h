@@ -1,5 +1,5 @@
 /*
- * repl_master: serving the update log to standbys and master/master peers.
+ * repl_sender: serving the update log to standbys and master/master peers.
  *
  * A peer connects to the ordinary port and sends "REPL ..." (repl_proto.h);
  * the worker hands the socket over here and one sender thread per peer
@@ -34,7 +34,7 @@
  *   R3. A backup is not a peer: nothing is recorded for it in `peers` or
  *       shown in stats, so it holds nothing back once it has gone. While
  *       it is connected it holds back segment and tombstone removal
- *       (repl_master_acked()) from before its snapshot's lsn, so the
+ *       (repl_sender_acked()) from before its snapshot's lsn, so the
  *       records R2 needs cannot be removed under it (short of -ukeep).
  *   R4. A backup's snapshot leaves out the items that the flush_all state
  *       read when its walk starts hides (a flush_all is applied lazily:
@@ -45,7 +45,7 @@
  *   R5. Under -fsync peer a master asks its peers for WACK frames
  *       (repl_proto.h). A standby sends WACK for a position only once
  *       txn_commit() has returned for every record up to it, i.e. once
- *       they are written to its own log (repl_slave.c asserts that
+ *       they are written to its own log (repl_receiver.c asserts that
  *       nothing is left staged); its ACK still waits until they are
  *       durable there. A peer is linked to the log (ulog.h U11) from its
  *       first WACK to the end of its session, and only an authenticated
@@ -66,11 +66,11 @@
  *       hides, its own older copies included; a backup writes them to its
  *       .flush file. The items that state hides are left out as in R4.
  *
- * Thread-safety: repl_master_accept() and the query functions may be
+ * Thread-safety: repl_sender_accept() and the query functions may be
  * called from any thread.
  */
-#ifndef KURA_REPL_MASTER_H
-#define KURA_REPL_MASTER_H
+#ifndef KURA_REPL_SENDER_H
+#define KURA_REPL_SENDER_H
 
 #include <limits.h>
 #include <pthread.h>
@@ -86,7 +86,7 @@
 
 #define REPL_MAX_PEERS 16
 
-/* A peer as seen from this master. */
+/* A peer as seen from this server. */
 struct repl_peer_stats {
     uint32_t sid;
     bool connected;
@@ -96,16 +96,16 @@ struct repl_peer_stats {
     uint64_t resyncs;     /* full resynchronisations served */
 };
 
-struct repl_master;
+struct repl_sender;
 
 /*
- * Creates the master side for log `ulog` over `store`, serving as server
+ * Creates the sender side for log `ulog` over `store`, serving as server
  * `sid`; known peers are loaded from <ulog dir>/peers. `durable_only`
  * sends only records the fsync policy has made durable. Peers are
- * admitted under `auth` (repl_auth.h; borrowed, must outlive the master).
+ * admitted under `auth` (repl_auth.h; borrowed, must outlive the sender).
  * Returns NULL with a reason in `err` on failure.
  */
-struct repl_master *repl_master_create(struct ulog *ulog, struct store *store,
+struct repl_sender *repl_sender_create(struct ulog *ulog, struct store *store,
                                        const char *ulog_dir, uint32_t sid,
                                        bool durable_only,
                                        const struct repl_auth *auth,
@@ -113,25 +113,26 @@ struct repl_master *repl_master_create(struct ulog *ulog, struct store *store,
                                        size_t errlen);
 
 /*
- * Gives the master the write path's flush_all state (txn.h) for R4. Call
- * before the first connection; `eng` must outlive the master. Without it
+ * Gives the sender the write path's flush_all state (txn.h) for R4. Call
+ * before the first connection; `eng` must outlive the sender. Without it
  * a backup's snapshot includes items a flush_all hid.
  */
-void repl_master_set_engine(struct repl_master *m, struct txn_engine *eng);
+void repl_sender_set_engine(struct repl_sender *m, struct txn_engine *eng);
 
 /*
  * Calls `fn(arg)` from the follower's thread each time an authenticated
- * peer has said where it follows from: a restarted peer is back. Call before the first connection; `arg`
- * must outlive the master. `fn` must not block.
+ * peer has said where it follows from: a restarted peer is back. Call
+ * before the first connection; `arg` must outlive the sender. `fn` must
+ * not block.
  */
-void repl_master_on_follower(struct repl_master *m,
+void repl_sender_on_follower(struct repl_sender *m,
                              void (*fn)(void *arg), void *arg);
 
 /*
  * Takes over `fd`, a connection whose first line was "REPL <args>", and
  * serves it on a new thread. Returns 0, or -1 (the caller closes `fd`).
  */
-int repl_master_accept(struct repl_master *m, int fd, const char *args,
+int repl_sender_accept(struct repl_sender *m, int fd, const char *args,
                        size_t args_len);
 
 /*
@@ -139,13 +140,13 @@ int repl_master_accept(struct repl_master *m, int fd, const char *args,
  * progress needs (R3); UINT64_MAX when there is neither. Segments and
  * tombstones past it are kept.
  */
-uint64_t repl_master_acked(struct repl_master *m);
+uint64_t repl_sender_acked(struct repl_sender *m);
 
 /* Copies up to `max` peers' figures into `out`; returns the count. */
-int repl_master_stats(struct repl_master *m, struct repl_peer_stats *out,
+int repl_sender_stats(struct repl_sender *m, struct repl_peer_stats *out,
                       int max);
 
 /* Disconnects every peer, joins the threads and frees `m`. NULL-safe. */
-void repl_master_destroy(struct repl_master *m);
+void repl_sender_destroy(struct repl_sender *m);
 
 #endif

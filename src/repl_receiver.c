@@ -1,7 +1,7 @@
 /*
- * repl_slave: the standby side of replication (see repl_slave.h).
+ * repl_receiver: the standby side of replication (see repl_receiver.h).
  */
-#include "repl_slave.h"
+#include "repl_receiver.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -41,8 +41,8 @@ struct pending {
     uint64_t pos_seq;
 };
 
-struct repl_slave {
-    struct repl_slave_options o;
+struct repl_receiver {
+    struct repl_receiver_options o;
     struct txn_engine *eng;
     struct logger *log;
     pthread_t thread;
@@ -54,9 +54,9 @@ struct repl_slave {
     bool peer_back;     /* the master came back: end the retry pause */
     uint64_t peer_back_until; /* retry every PEER_BACK_RETRY_MS until then
                                  (monotonic ms; the thread's own) */
-    enum repl_slave_first first; /* guarded by lock */
+    enum repl_receiver_first first; /* guarded by lock */
     int fd;
-    struct repl_slave_stats st;
+    struct repl_receiver_stats st;
     struct hist delay;  /* guarded by lock */
     uint64_t rts;       /* durable master position (guarded by lock) */
     uint64_t rts_seq;
@@ -69,7 +69,7 @@ struct repl_slave {
 };
 
 static int
-_read_rts(struct repl_slave *s, char *err, size_t errlen)
+_read_rts(struct repl_receiver *s, char *err, size_t errlen)
 {
     char text[128];
     long n = atomicfile_read(s->o.rts_path, text, sizeof(text));
@@ -96,7 +96,7 @@ _read_rts(struct repl_slave *s, char *err, size_t errlen)
 }
 
 static void
-_write_rts(struct repl_slave *s, uint64_t lsn, uint64_t seq)
+_write_rts(struct repl_receiver *s, uint64_t lsn, uint64_t seq)
 {
     char text[128];
     int n = snprintf(text, sizeof(text), "rts %" PRIu64 " %" PRIu64 "\n", lsn,
@@ -108,7 +108,7 @@ _write_rts(struct repl_slave *s, uint64_t lsn, uint64_t seq)
 }
 
 static bool
-_stopping(struct repl_slave *s)
+_stopping(struct repl_receiver *s)
 {
     pthread_mutex_lock(&s->lock);
     bool stop = s->stopping;
@@ -119,7 +119,7 @@ _stopping(struct repl_slave *s)
 /* Waits `ms`, or until stopping; with `or_peer_back`, also until the
  * master is back, which it reports (and consumes) by returning true. */
 static bool
-_pause(struct repl_slave *s, unsigned ms, bool or_peer_back)
+_pause(struct repl_receiver *s, unsigned ms, bool or_peer_back)
 {
     struct timespec until;
     util_deadline_ms(&until, ms);
@@ -140,7 +140,7 @@ _pause(struct repl_slave *s, unsigned ms, bool or_peer_back)
  * A master that is back may refuse us while it catches up itself: it is
  * retried often for a while, so its new writes reach us at once. */
 static unsigned
-_retry_pause(struct repl_slave *s, unsigned backoff)
+_retry_pause(struct repl_receiver *s, unsigned backoff)
 {
     bool soon = util_mono_ms() < s->peer_back_until;
     if (_pause(s, soon ? PEER_BACK_RETRY_MS : backoff, true)) {
@@ -155,26 +155,26 @@ _retry_pause(struct repl_slave *s, unsigned backoff)
 
 /* Records the first attempt's outcome, if it is still open. */
 static void
-_first_outcome(struct repl_slave *s, enum repl_slave_first outcome)
+_first_outcome(struct repl_receiver *s, enum repl_receiver_first outcome)
 {
     pthread_mutex_lock(&s->lock);
-    if (s->first == REPL_SLAVE_FIRST_PENDING) {
+    if (s->first == REPL_RECEIVER_FIRST_PENDING) {
         s->first = outcome;
     }
     pthread_mutex_unlock(&s->lock);
 }
 
-enum repl_slave_first
-repl_slave_first(struct repl_slave *s)
+enum repl_receiver_first
+repl_receiver_first(struct repl_receiver *s)
 {
     pthread_mutex_lock(&s->lock);
-    enum repl_slave_first first = s->first;
+    enum repl_receiver_first first = s->first;
     pthread_mutex_unlock(&s->lock);
     return first;
 }
 
 void
-repl_slave_peer_back(struct repl_slave *s)
+repl_receiver_peer_back(struct repl_receiver *s)
 {
     pthread_mutex_lock(&s->lock);
     if (s->fd < 0) {
@@ -186,7 +186,7 @@ repl_slave_peer_back(struct repl_slave *s)
 
 /* Records that a commit at `local_lsn` completes master position `pos`. */
 static void
-_push(struct repl_slave *s, uint64_t local_lsn, uint64_t pos_lsn,
+_push(struct repl_receiver *s, uint64_t local_lsn, uint64_t pos_lsn,
       uint64_t pos_seq)
 {
     if (s->nring == RING) {
@@ -199,7 +199,7 @@ _push(struct repl_slave *s, uint64_t local_lsn, uint64_t pos_lsn,
 
 /* The highest master position whose commits are durable here. */
 static void
-_durable_position(struct repl_slave *s, uint64_t *lsn, uint64_t *seq)
+_durable_position(struct repl_receiver *s, uint64_t *lsn, uint64_t *seq)
 {
     struct ulog *u = s->eng->ulog;
     /* Durable here: under -fsync peer a peer's copy of our log says
@@ -228,7 +228,7 @@ struct session {
     uint64_t pos_seq;
     bool in_snapshot;
     uint64_t snap_lsn;
-    uint64_t next_persist;
+    uint64_t next_ack;
     uint64_t last_frame_ms;
     bool wack;        /* the master asked for WACK frames (R5) */
     uint64_t wacked;  /* position last reported written */
@@ -237,7 +237,7 @@ struct session {
 
 /* Applies one frame. Returns -1 to end the session. */
 static int
-_frame(struct repl_slave *s, struct session *ss, const struct repl_frame *f)
+_frame(struct repl_receiver *s, struct session *ss, const struct repl_frame *f)
 {
     bool applied = false;
     enum txn_status st = TXN_OK;
@@ -332,7 +332,7 @@ _frame(struct repl_slave *s, struct session *ss, const struct repl_frame *f)
  * fsync can take long and must not stall applying. Returns -1 on error.
  */
 static int
-_acknowledge(struct repl_slave *s, struct session *ss, int fd, bool force)
+_acknowledge(struct repl_receiver *s, struct session *ss, int fd, bool force)
 {
     uint64_t lsn = s->rts;
     uint64_t seq = s->rts_seq;
@@ -346,10 +346,10 @@ _acknowledge(struct repl_slave *s, struct session *ss, int fd, bool force)
     }
     pthread_mutex_unlock(&s->lock);
     uint64_t now = util_mono_ms();
-    if (!force && now < ss->next_persist) {
+    if (!force && now < ss->next_ack) {
         return 0;
     }
-    ss->next_persist = now + ACK_MS;
+    ss->next_ack = now + ACK_MS;
     uint8_t ack[REPL_ACK_LEN];
     repl_encode_ack(ack, s->rts, s->rts_seq);
     return netio_send_all(fd, ack, sizeof(ack), 2000);
@@ -357,7 +357,7 @@ _acknowledge(struct repl_slave *s, struct session *ss, int fd, bool force)
 
 /* Writes the durable position to the -rts file if it moved. */
 static void
-_persist(struct repl_slave *s)
+_persist(struct repl_receiver *s)
 {
     pthread_mutex_lock(&s->lock);
     uint64_t lsn = s->rts;
@@ -372,7 +372,7 @@ _persist(struct repl_slave *s)
 static void *
 _persist_main(void *arg)
 {
-    struct repl_slave *s = arg;
+    struct repl_receiver *s = arg;
     util_thread_name("kura-rts");
     while (!_stopping(s)) {
         (void)_pause(s, PERSIST_MS, false);
@@ -381,10 +381,10 @@ _persist_main(void *arg)
     return NULL;
 }
 
-enum repl_slave_hs
-repl_slave_handshake(int fd, struct repl_hello *h,
-                     const struct repl_auth *auth, int timeout_ms,
-                     char *line, size_t cap)
+enum repl_receiver_hs
+repl_receiver_handshake(int fd, struct repl_hello *h,
+                        const struct repl_auth *auth, int timeout_ms,
+                        char *line, size_t cap)
 {
     char snonce[REPL_NONCE_HEX + 1];
     char proof[REPL_PROOF_HEX + 1];
@@ -394,28 +394,28 @@ repl_slave_handshake(int fd, struct repl_hello *h,
                 : -1;
     if (n < 0 || netio_send_all(fd, line, (size_t)n, timeout_ms) != 0 ||
         netio_read_line(fd, line, cap, timeout_ms) < 0) {
-        return REPL_SLAVE_HS_EIO;
+        return REPL_RECEIVER_HS_EIO;
     }
     if (!repl_challenge_parse(line, snonce, proof)) {
         if (auth->enabled && strncmp(line, "REPL ERROR", 10) != 0) {
             /* Anyone can answer OK: only a proof shows the key. */
-            return REPL_SLAVE_HS_NOPROOF;
+            return REPL_RECEIVER_HS_NOPROOF;
         }
-        return REPL_SLAVE_HS_OK;
+        return REPL_RECEIVER_HS_OK;
     }
     if (!auth->enabled) {
-        return REPL_SLAVE_HS_NEEDKEY;
+        return REPL_RECEIVER_HS_NEEDKEY;
     }
     if (!repl_auth_verify(auth, REPL_AUTH_MASTER, h->nonce, snonce, proof)) {
-        return REPL_SLAVE_HS_BADPROOF;
+        return REPL_RECEIVER_HS_BADPROOF;
     }
     repl_auth_proof(auth, REPL_AUTH_STANDBY, h->nonce, snonce, proof);
     n = snprintf(line, cap, "REPL AUTH %s\r\n", proof);
     if (netio_send_all(fd, line, (size_t)n, timeout_ms) != 0 ||
         netio_read_line(fd, line, cap, timeout_ms) < 0) {
-        return REPL_SLAVE_HS_EIO;
+        return REPL_RECEIVER_HS_EIO;
     }
-    return REPL_SLAVE_HS_OK;
+    return REPL_RECEIVER_HS_OK;
 }
 
 /*
@@ -424,7 +424,7 @@ repl_slave_handshake(int fd, struct repl_hello *h,
  * Returns 0, or -1 (logged) if the session must end.
  */
 static int
-_handshake(struct repl_slave *s, int fd, char *line, size_t cap)
+_handshake(struct repl_receiver *s, int fd, char *line, size_t cap)
 {
     struct repl_hello h = {REPL_VERSION, s->o.sid, s->rts,
                            REPL_FLAG_ALLOW_RESYNC, ""};
@@ -432,25 +432,25 @@ _handshake(struct repl_slave *s, int fd, char *line, size_t cap)
         h.flags |= REPL_FLAG_OWN; /* R6 */
     }
 
-    switch (repl_slave_handshake(fd, &h, s->o.auth, HELLO_TIMEOUT_MS, line,
-                                 cap)) {
-    case REPL_SLAVE_HS_OK:
+    switch (repl_receiver_handshake(fd, &h, s->o.auth, HELLO_TIMEOUT_MS, line,
+                                    cap)) {
+    case REPL_RECEIVER_HS_OK:
         return 0;
-    case REPL_SLAVE_HS_EIO:
+    case REPL_RECEIVER_HS_EIO:
         log_limited(s->log, LOG_WARN, "repl: no answer from %s:%d",
                     s->o.host, s->o.port);
         return -1;
-    case REPL_SLAVE_HS_NOPROOF:
+    case REPL_RECEIVER_HS_NOPROOF:
         log_limited(s->log, LOG_ERROR, "repl: master %s:%d did not "
                     "authenticate (has it no -rkey?); refusing its "
                     "stream", s->o.host, s->o.port);
         return -1;
-    case REPL_SLAVE_HS_NEEDKEY:
+    case REPL_RECEIVER_HS_NEEDKEY:
         log_limited(s->log, LOG_ERROR, "repl: master %s:%d requires a "
                     "shared key; start this server with -rkey", s->o.host,
                     s->o.port);
         return -1;
-    case REPL_SLAVE_HS_BADPROOF:
+    case REPL_RECEIVER_HS_BADPROOF:
         log_limited(s->log, LOG_ERROR, "repl: master %s:%d failed "
                     "authentication (not the same -rkey?); refusing its "
                     "stream", s->o.host, s->o.port);
@@ -460,7 +460,7 @@ _handshake(struct repl_slave *s, int fd, char *line, size_t cap)
 }
 
 static void
-_session(struct repl_slave *s, int fd)
+_session(struct repl_receiver *s, int fd)
 {
     char line[REPL_LINE_MAX];
     struct session ss;
@@ -577,7 +577,7 @@ _session(struct repl_slave *s, int fd)
         /* Applied: what the master had when it sent the heartbeat is
          * readable here now. */
         if (ss.heard_end) {
-            _first_outcome(s, REPL_SLAVE_FIRST_CAUGHT_UP);
+            _first_outcome(s, REPL_RECEIVER_FIRST_CAUGHT_UP);
         }
         if (_acknowledge(s, &ss, fd, false) != 0) {
             break;
@@ -591,7 +591,7 @@ _session(struct repl_slave *s, int fd)
 static void *
 _main(void *arg)
 {
-    struct repl_slave *s = arg;
+    struct repl_receiver *s = arg;
     unsigned backoff = BACKOFF_MIN_MS;
     util_thread_name("kura-recv");
 
@@ -604,7 +604,7 @@ _main(void *arg)
             pthread_mutex_lock(&s->lock);
             s->st.connect_failures++;
             pthread_mutex_unlock(&s->lock);
-            _first_outcome(s, REPL_SLAVE_FIRST_FAILED);
+            _first_outcome(s, REPL_RECEIVER_FIRST_FAILED);
             backoff = _retry_pause(s, backoff);
             continue;
         }
@@ -618,7 +618,7 @@ _main(void *arg)
         s->fd = -1;
         s->st.connected = false;
         pthread_mutex_unlock(&s->lock);
-        _first_outcome(s, REPL_SLAVE_FIRST_FAILED); /* if it had not */
+        _first_outcome(s, REPL_RECEIVER_FIRST_FAILED); /* if it had not */
         close(fd);
         if (util_mono_ms() - started > 1000) {
             backoff = BACKOFF_MIN_MS;
@@ -628,11 +628,12 @@ _main(void *arg)
     return NULL;
 }
 
-struct repl_slave *
-repl_slave_create(const struct repl_slave_options *o, struct txn_engine *eng,
-                  struct logger *log, char *err, size_t errlen)
+struct repl_receiver *
+repl_receiver_create(const struct repl_receiver_options *o,
+                     struct txn_engine *eng, struct logger *log, char *err,
+                     size_t errlen)
 {
-    struct repl_slave *s = calloc(1, sizeof(*s));
+    struct repl_receiver *s = calloc(1, sizeof(*s));
     if (s == NULL) {
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -662,7 +663,7 @@ repl_slave_create(const struct repl_slave_options *o, struct txn_engine *eng,
 }
 
 int
-repl_slave_start(struct repl_slave *s)
+repl_receiver_start(struct repl_receiver *s)
 {
     if (pthread_create(&s->thread, NULL, _main, s) != 0) {
         return -1;
@@ -680,7 +681,7 @@ repl_slave_start(struct repl_slave *s)
 }
 
 uint64_t
-repl_slave_applied(struct repl_slave *s)
+repl_receiver_applied(struct repl_receiver *s)
 {
     pthread_mutex_lock(&s->lock);
     uint64_t rts = s->rts;
@@ -689,7 +690,7 @@ repl_slave_applied(struct repl_slave *s)
 }
 
 void
-repl_slave_stats(struct repl_slave *s, struct repl_slave_stats *out)
+repl_receiver_stats(struct repl_receiver *s, struct repl_receiver_stats *out)
 {
     pthread_mutex_lock(&s->lock);
     *out = s->st;
@@ -709,7 +710,7 @@ repl_slave_stats(struct repl_slave *s, struct repl_slave_stats *out)
 }
 
 void
-repl_slave_destroy(struct repl_slave *s)
+repl_receiver_destroy(struct repl_receiver *s)
 {
     if (s == NULL) {
         return;
