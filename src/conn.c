@@ -153,6 +153,17 @@ _free(struct conn *c)
     atomic_fetch_sub_explicit(h->curr_conns, 1, memory_order_relaxed);
 }
 
+/* Sends up to `len` bytes of `c`'s output; see conn_host.send. */
+static ssize_t
+_send(struct conn *c, size_t len, int flags)
+{
+    struct conn_host *h = c->h;
+    if (h->send != NULL) {
+        return h->send(h->send_arg, c->fd, buf_head(&c->out), len);
+    }
+    return send(c->fd, buf_head(&c->out), len, MSG_NOSIGNAL | flags);
+}
+
 static void
 _queue_send(struct conn *c)
 {
@@ -402,7 +413,7 @@ _flush(struct conn *c)
         if (c->safe_end - c->sent < len) {
             len = (size_t)(c->safe_end - c->sent);
         }
-        ssize_t n = send(c->fd, buf_head(&c->out), len, MSG_NOSIGNAL);
+        ssize_t n = _send(c, len, 0);
         if (n > 0) {
             buf_consume(&c->out, (size_t)n);
             c->sent += (uint64_t)n;
@@ -527,9 +538,7 @@ conn_host_close_all(struct conn_host *h)
                 if (c->safe_end - c->sent < len) {
                     len = (size_t)(c->safe_end - c->sent);
                 }
-                ssize_t w = send(c->fd, buf_head(&c->out), len,
-                                 MSG_NOSIGNAL | MSG_DONTWAIT);
-                (void)w;
+                (void)_send(c, len, MSG_DONTWAIT);
             }
             _close(c);
         }

@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "buf.h"
 #include "process.h"
@@ -76,6 +77,14 @@ struct conn_host {
      */
     int (*handoff)(void *arg, int fd, const struct proto_request *req);
     void *handoff_arg;
+    /*
+     * Sends to a connection's descriptor like send(2) without SIGPIPE:
+     * returns the bytes taken, or -1 with errno. NULL (the server) means
+     * send(2) itself; the unit suite captures replies here, so that T3's
+     * release rules are tested without a socket.
+     */
+    ssize_t (*send)(void *arg, int fd, const void *data, size_t len);
+    void *send_arg;
 };
 
 /* Initialises an empty host. */
