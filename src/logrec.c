@@ -54,6 +54,12 @@ logrec_peek_len(const uint8_t *buf)
     return util_get_le32(buf);
 }
 
+uint32_t
+logrec_peek_sid(const uint8_t *buf)
+{
+    return util_get_le32(buf + 28);
+}
+
 enum logrec_status
 logrec_decode(const uint8_t *buf, size_t avail, struct logrec *out)
 {

@@ -99,6 +99,9 @@ void logrec_view(const uint8_t *buf, struct logrec *out);
 /* Reads the length field of a record (4 bytes must be available). */
 uint32_t logrec_peek_len(const uint8_t *buf);
 
+/* Reads the origin server id of a record (its header must be available). */
+uint32_t logrec_peek_sid(const uint8_t *buf);
+
 /* FLUSH payload: the flush_all stamp (0 for delayed) and deadline. */
 void logrec_flush_encode(uint8_t out[LOGREC_FLUSH_PAYLOAD], uint64_t stamp,
                          uint64_t deadline);

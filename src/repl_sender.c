@@ -631,7 +631,11 @@ _stream(struct sender *s, struct peer *p, struct ulog_reader *r)
             return;
         }
         _persist_peers(m, false);
-        ulog_reader_wait(r, 50);
+        /* Appends of the peer's own records, skipped above, need not
+         * wake us: on a standby that is every record it receives. */
+        uint32_t skip = ulog_reader_lsn(r) >= s->own_until ? s->hello.sid
+                                                           : 0;
+        ulog_reader_wait_others(r, skip, 50);
     }
 }
 

@@ -238,6 +238,9 @@ ulog_open(const struct ulog_options *o, struct ulog_recovery *rec, char *err,
     pthread_cond_init(&u->sync_cond, NULL);
     pthread_cond_init(&u->cp_cond, NULL);
     pthread_cond_init(&u->zeroed, NULL);
+    for (int i = 0; i < ULOG_ORIGINS; i++) {
+        pthread_cond_init(&u->exclusions[i].cond, NULL);
+    }
     if (mkdir(o->dir, 0755) == 0) {
         if (atomicfile_sync_dir(o->dir) != 0) { /* U8 */
             snprintf(err, errlen, "cannot sync the directory of %s: %s",
@@ -341,6 +344,7 @@ ulog_open(const struct ulog_options *o, struct ulog_recovery *rec, char *err,
     u->synced_lsn = u->last_lsn;
     u->syncing_lsn = u->last_lsn;
     u->released = u->last_lsn;
+    u->other_lsn = u->last_lsn; /* origins unknown: wake every reader */
     ulog_publish_locked(u);
     u->checkpoint_lsn = rec->checkpoint_lsn;
     u->checkpoint_db_salt = rec->checkpoint_db_salt;
@@ -414,6 +418,42 @@ _rotate(struct ulog *u)
     return ULOG_OK;
 }
 
+/* Records that origin `sid`'s last record is at `lsn`. Holds the lock. */
+static void
+_note_origin(struct ulog *u, uint32_t sid, uint64_t lsn)
+{
+    for (int i = 0; i < u->norigins; i++) {
+        if (u->origins[i].sid == sid) {
+            u->origins[i].lsn = lsn;
+            return;
+        }
+    }
+    if (u->norigins < ULOG_ORIGINS) {
+        u->origins[u->norigins++] = (struct ulog_origin){sid, lsn};
+    } else {
+        u->other_lsn = lsn;
+    }
+}
+
+/*
+ * The exclusions an append wakes: those whose readers sleep and skip an
+ * origin other than one of the append's records. `first_sid` is the
+ * first record's origin, `mixed` whether another origin follows. Holds
+ * the lock. Returns a bit per exclusion.
+ */
+static unsigned
+_exclusions_to_wake(const struct ulog *u, uint32_t first_sid, bool mixed)
+{
+    unsigned wake = 0;
+    for (int i = 0; i < ULOG_ORIGINS; i++) {
+        const struct ulog_exclusion *ex = &u->exclusions[i];
+        if (ex->waiting > 0 && (mixed || ex->sid != first_sid)) {
+            wake |= 1u << i;
+        }
+    }
+    return wake;
+}
+
 enum ulog_status
 ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
             uint64_t *last_lsn)
@@ -448,8 +488,19 @@ ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
     uint64_t seq = u->last_seq;
     uint64_t first = 0;
     size_t off = 0;
+    uint32_t first_sid = 0;
+    uint32_t run_sid = 0; /* origin of the records just sealed */
+    bool mixed = false;
     for (size_t i = 0; i < n; i++) {
         uint32_t rlen = logrec_peek_len(buf + off);
+        uint32_t sid = logrec_peek_sid(buf + off);
+        if (i == 0) {
+            first_sid = run_sid = sid;
+        } else if (sid != run_sid) {
+            _note_origin(u, run_sid, lsn); /* the run's last record */
+            run_sid = sid;
+            mixed = true;
+        }
         uint64_t next = clock_next(u->o.clock);
         lsn = next > lsn ? next : lsn + 1;
         logrec_seal(buf + off, lsn, ++seq);
@@ -483,6 +534,10 @@ ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
     u->total_appended += len;
     u->last_lsn = lsn;
     u->last_seq = seq;
+    if (n > 0) {
+        _note_origin(u, run_sid, lsn);
+    }
+    unsigned wake_exclusions = _exclusions_to_wake(u, first_sid, mixed);
     if (slot >= 0 && u->inflight[slot] == 0) {
         u->inflight[slot] = first;
     }
@@ -498,6 +553,11 @@ ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
         pthread_cond_signal(&u->sync_cond);
     }
     pthread_cond_broadcast(&u->grown);
+    for (int i = 0; wake_exclusions != 0; i++, wake_exclusions >>= 1) {
+        if (wake_exclusions & 1u) {
+            pthread_cond_broadcast(&u->exclusions[i].cond);
+        }
+    }
     return ULOG_OK;
 }
 
@@ -600,6 +660,9 @@ ulog_close(struct ulog *u)
         pthread_cond_broadcast(&u->sync_cond);
         pthread_cond_broadcast(&u->cp_cond);
         pthread_cond_broadcast(&u->grown);
+        for (int i = 0; i < ULOG_ORIGINS; i++) {
+            pthread_cond_broadcast(&u->exclusions[i].cond);
+        }
         pthread_mutex_unlock(&u->lock);
         pthread_join(u->sync_thread, NULL);
         pthread_join(u->cp_thread, NULL);
@@ -619,6 +682,9 @@ ulog_close(struct ulog *u)
     pthread_cond_destroy(&u->sync_cond);
     pthread_cond_destroy(&u->cp_cond);
     pthread_cond_destroy(&u->zeroed);
+    for (int i = 0; i < ULOG_ORIGINS; i++) {
+        pthread_cond_destroy(&u->exclusions[i].cond);
+    }
     pthread_mutex_destroy(&u->lock);
     free(u);
 }

@@ -82,7 +82,10 @@
  * readers (replication senders, redo, tools) read the files concurrently
  * up to the written end.
  * One mutex guards the append position; waiting readers sleep on its
- * condition variable, which every append and sync broadcasts.
+ * condition variable, which every append and sync broadcasts. A reader
+ * that skips one origin's records (a replication sender, which never
+ * sends a peer its own) sleeps on that origin's own condition variable
+ * instead, which only appends holding another origin's records wake.
  */
 #ifndef KURA_ULOG_H
 #define KURA_ULOG_H
@@ -344,6 +347,17 @@ void ulog_reader_where(const struct ulog_reader *r, uint64_t *segment,
  * has consumed. Returns true if it may have.
  */
 bool ulog_reader_wait(struct ulog_reader *r, int timeout_ms);
+
+/*
+ * As ulog_reader_wait(), for a reader that skips every record whose
+ * origin is `skip_sid` (0: none): appends holding only such records do
+ * not wake it, so a replication sender sleeps through the stream its
+ * peer sends this server. A reader limited to durable records waits as
+ * in ulog_reader_wait(). Returns true if a record of another origin may
+ * have been appended.
+ */
+bool ulog_reader_wait_others(struct ulog_reader *r, uint32_t skip_sid,
+                             int timeout_ms);
 
 /* Closes a reader. NULL-safe. */
 void ulog_reader_close(struct ulog_reader *r);

@@ -46,6 +46,27 @@ struct watcher {
     uint64_t want; /* call once this lsn is durable; 0 = not waiting */
 };
 
+/*
+ * Appends are tracked by origin server, so that a reader skipping one
+ * origin's records (a replication sender skips those that came from its
+ * peer) sleeps through appends holding only those. Each skipped origin
+ * has its own condition variable, broadcast only by appends holding
+ * another origin's records; it lives as long as the log, so an appender
+ * may broadcast it after unlocking.
+ */
+#define ULOG_ORIGINS 8
+
+struct ulog_origin {
+    uint32_t sid;
+    uint64_t lsn; /* the last record appended from `sid` */
+};
+
+struct ulog_exclusion {
+    uint32_t sid;      /* the origin skipped; 0 while unused */
+    uint32_t waiting;  /* readers asleep on `cond` */
+    pthread_cond_t cond;
+};
+
 struct ulog {
     struct ulog_options o;
     int lock_fd;
@@ -67,6 +88,12 @@ struct ulog {
     uint64_t rotate_retry_ms;    /* a rotation failed for space: retry then */
     uint64_t last_lsn;
     uint64_t last_seq;
+    struct ulog_origin origins[ULOG_ORIGINS];
+    int norigins;
+    /* The last record of an origin past the table, or from before this
+     * process opened the log: of unknown origin, so of interest to all. */
+    uint64_t other_lsn;
+    struct ulog_exclusion exclusions[ULOG_ORIGINS];
     uint64_t synced_lsn;
     uint64_t syncing_lsn;  /* covered by an fdatasync in progress */
     uint64_t wait_lsn;     /* a thread blocks in ulog_wait_durable() */
@@ -127,6 +154,10 @@ int ulog_read_full(int fd, void *buf, size_t len, uint64_t off);
 /* Writes exactly `len` bytes at `off` (pwrite, EINTR retried). Returns 0,
  * or -1 with errno set. */
 int ulog_write_full(int fd, const void *buf, size_t len, uint64_t off);
+
+/* The last lsn appended from any origin but `sid` (0: any origin). The
+ * caller holds u->lock. */
+uint64_t ulog_end_excluding_locked(const struct ulog *u, uint32_t sid);
 
 /* The sync thread's body (ulog_sync.c); `arg` is the ulog. */
 void *ulog_sync_main(void *arg);

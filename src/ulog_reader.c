@@ -312,6 +312,69 @@ ulog_reader_wait(struct ulog_reader *r, int timeout_ms)
     return grown;
 }
 
+uint64_t
+ulog_end_excluding_locked(const struct ulog *u, uint32_t sid)
+{
+    if (sid == 0) {
+        return u->last_lsn;
+    }
+    uint64_t end = u->other_lsn;
+    for (int i = 0; i < u->norigins; i++) {
+        if (u->origins[i].sid != sid && u->origins[i].lsn > end) {
+            end = u->origins[i].lsn;
+        }
+    }
+    return end;
+}
+
+/* The exclusion for origin `sid`, claimed if new; NULL when all are
+ * taken by other origins. Holds the lock. */
+static struct ulog_exclusion *
+_exclusion_locked(struct ulog *u, uint32_t sid)
+{
+    struct ulog_exclusion *unused = NULL;
+    for (int i = 0; i < ULOG_ORIGINS; i++) {
+        struct ulog_exclusion *ex = &u->exclusions[i];
+        if (ex->sid == sid) {
+            return ex;
+        }
+        if (ex->sid == 0 && unused == NULL) {
+            unused = ex;
+        }
+    }
+    if (unused != NULL) {
+        unused->sid = sid;
+    }
+    return unused;
+}
+
+bool
+ulog_reader_wait_others(struct ulog_reader *r, uint32_t skip_sid,
+                        int timeout_ms)
+{
+    struct ulog *u = r->u;
+    if (u == NULL || skip_sid == 0 || r->durable_only) {
+        return ulog_reader_wait(r, timeout_ms);
+    }
+    struct timespec until;
+    util_deadline_ms(&until, timeout_ms > 0 ? (uint64_t)timeout_ms : 0);
+    pthread_mutex_lock(&u->lock);
+    struct ulog_exclusion *ex = _exclusion_locked(u, skip_sid);
+    if (ex == NULL) {
+        pthread_mutex_unlock(&u->lock);
+        return ulog_reader_wait(r, timeout_ms);
+    }
+    bool grown = ulog_end_excluding_locked(u, skip_sid) > r->consumed_lsn;
+    if (!grown && !u->stopping) {
+        ex->waiting++;
+        pthread_cond_timedwait(&ex->cond, &u->lock, &until);
+        ex->waiting--;
+        grown = ulog_end_excluding_locked(u, skip_sid) > r->consumed_lsn;
+    }
+    pthread_mutex_unlock(&u->lock);
+    return grown;
+}
+
 void
 ulog_reader_close(struct ulog_reader *r)
 {

@@ -6,11 +6,13 @@
  */
 #include <check.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "crc32c.h"
@@ -80,20 +82,27 @@ _open(uint64_t segment_max, uint32_t keep, struct ulog_recovery *rec)
 }
 
 /* Builds one PUT record for `key` = `value` into `out`; returns its size. */
+/* Encodes a PUT of key = value that originated at server `sid`. */
 static size_t
-_record(uint8_t *out, const char *key, const char *value)
+_record_from(uint8_t *out, uint32_t sid, const char *key, const char *value)
 {
     struct record_meta m = {
         .kind = RECORD_VALUE, .flags = 0, .exptime = 0, .cas = 5, .ts = 5,
-        .sid = 1};
+        .sid = sid};
     uint8_t env[RECORD_HEADER_MAX];
     size_t elen = record_encode(&m, env);
     size_t vlen = strlen(value);
-    uint8_t *p = logrec_begin(out, LOGREC_PUT, 1, key, strlen(key),
+    uint8_t *p = logrec_begin(out, LOGREC_PUT, sid, key, strlen(key),
                               elen + vlen);
     memcpy(p, env, elen);
     memcpy(p + elen, value, vlen);
     return logrec_size(strlen(key), elen + vlen);
+}
+
+static size_t
+_record(uint8_t *out, const char *key, const char *value)
+{
+    return _record_from(out, 1, key, value);
 }
 
 static uint64_t
@@ -633,6 +642,92 @@ START_TEST(test_fsync_policy_parse)
 }
 END_TEST
 
+/* An append from another thread, `delay_ms` after it starts: records
+ * from each of `sids` (up to 2, 0-terminated) in one append. */
+struct later_append {
+    struct ulog *u;
+    uint32_t sids[3];
+    int delay_ms;
+};
+
+static void *
+_append_later(void *arg)
+{
+    struct later_append *a = arg;
+    uint8_t buf[1024];
+    size_t len = 0;
+    size_t n = 0;
+    uint64_t lsn;
+
+    struct timespec pause = {0, (long)a->delay_ms * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    for (; a->sids[n] != 0; n++) {
+        len += _record_from(buf + len, a->sids[n], "k", "v");
+    }
+    ck_assert_int_eq(ulog_append(a->u, -1, buf, len, n, &lsn), ULOG_OK);
+    return NULL;
+}
+
+/* Waits like a sender skipping origin `skip` while `a` appends; returns
+ * whether the wait saw growth, and the time it took in `*ms`. */
+static bool
+_wait_during(struct ulog_reader *r, uint32_t skip, int timeout_ms,
+             struct later_append *a, uint64_t *ms)
+{
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, _append_later, a), 0);
+    uint64_t began = util_mono_ms();
+    bool grown = ulog_reader_wait_others(r, skip, timeout_ms);
+    *ms = util_mono_ms() - began;
+    pthread_join(t, NULL);
+    struct logrec rec;
+    while (ulog_reader_next(r, &rec, false) == ULOG_OK) {
+    }
+    return grown;
+}
+
+START_TEST(test_reader_sleeps_through_a_skipped_origin)
+{
+    struct ulog_recovery rec;
+    struct ulog *u = _open(1 << 20, 0, &rec);
+    struct ulog_reader *r;
+    uint64_t ms;
+
+    _append(u, "before", "v");
+    ck_assert_int_eq(ulog_reader_open(u, 0, &r), ULOG_OK);
+    /* Records from before are of unknown origin: no sleep over them. */
+    ck_assert(ulog_reader_wait_others(r, 2, 1000));
+    struct logrec lr;
+    while (ulog_reader_next(r, &lr, false) == ULOG_OK) {
+    }
+
+    /* An append of server 2's records only: the wait skipping 2 sleeps
+     * its whole timeout (a timed wait returns early only when woken). */
+    struct later_append only2 = {u, {2, 0}, 20};
+    ck_assert(!_wait_during(r, 2, 300, &only2, &ms));
+    ck_assert_uint_ge(ms, 290);
+    /* Server 1's record wakes it at once, as does an append mixing both. */
+    struct later_append only1 = {u, {1, 0}, 20};
+    ck_assert(_wait_during(r, 2, 5000, &only1, &ms));
+    ck_assert_uint_lt(ms, 2500);
+    struct later_append mixed = {u, {2, 1, 0}, 20};
+    ck_assert(_wait_during(r, 2, 5000, &mixed, &ms));
+    ck_assert_uint_lt(ms, 2500);
+    /* A record of server 1 followed by one of 2, appended before the
+     * wait: nothing to sleep over. */
+    struct later_append first1 = {u, {1, 2, 0}, 0};
+    (void)_append_later(&first1);
+    ck_assert(ulog_reader_wait_others(r, 2, 300));
+    while (ulog_reader_next(r, &lr, false) == ULOG_OK) {
+    }
+    /* Skipping nothing (0), every append wakes. */
+    ck_assert(_wait_during(r, 0, 5000, &only2, &ms));
+    ck_assert_uint_lt(ms, 2500);
+    ulog_reader_close(r);
+    ulog_close(u);
+}
+END_TEST
+
 static Suite *
 ulog_suite(void)
 {
@@ -656,6 +751,7 @@ ulog_suite(void)
     tcase_add_test(tc, test_u4_checkpoint_waits_for_inflight);
     tcase_add_test(tc, test_held_segment_does_not_repeat_checkpoints);
     tcase_add_test(tc, test_checkpoint_when_database_grew);
+    tcase_add_test(tc, test_reader_sleeps_through_a_skipped_origin);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
