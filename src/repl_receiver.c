@@ -18,6 +18,7 @@
 #include "buf.h"
 #include "hist.h"
 #include "netio.h"
+#include "repl_progress.h"
 #include "repl_proto.h"
 #include "util.h"
 
@@ -31,15 +32,7 @@
 #define PERSIST_MS 1000 /* how often it is written to the -rts file */
 #define HELLO_TIMEOUT_MS 5000
 #define SILENCE_MS 5000 /* no frame for this long: the master is gone */
-#define RING 128
 #define READ_MAX ((size_t)4 << 20) /* bytes taken from the socket per round */
-
-/* A commit whose durability advances the acknowledged position. */
-struct pending {
-    uint64_t local_lsn; /* our log position of the commit (0: none) */
-    uint64_t pos_lsn;   /* master position it completes */
-    uint64_t pos_seq;
-};
 
 struct repl_receiver {
     struct repl_receiver_options o;
@@ -64,8 +57,7 @@ struct repl_receiver {
     uint64_t master_seq;    /* master log end, from the last heartbeat */
     uint64_t master_now_us;
     struct txn_batch batch;
-    struct pending ring[RING];
-    int nring;
+    struct repl_progress progress; /* what may be acknowledged (R8) */
 };
 
 static int
@@ -184,44 +176,6 @@ repl_receiver_peer_back(struct repl_receiver *s)
     pthread_mutex_unlock(&s->lock);
 }
 
-/* Records that a commit at `local_lsn` completes master position `pos`. */
-static void
-_push(struct repl_receiver *s, uint64_t local_lsn, uint64_t pos_lsn,
-      uint64_t pos_seq)
-{
-    if (s->nring == RING) {
-        /* Coalesce into the newest entry: a later, larger wait. */
-        s->ring[RING - 1] = (struct pending){local_lsn, pos_lsn, pos_seq};
-        return;
-    }
-    s->ring[s->nring++] = (struct pending){local_lsn, pos_lsn, pos_seq};
-}
-
-/* The highest master position whose commits are durable here. */
-static void
-_durable_position(struct repl_receiver *s, uint64_t *lsn, uint64_t *seq)
-{
-    struct ulog *u = s->eng->ulog;
-    /* Durable here: under -fsync peer a peer's copy of our log says
-     * nothing of this disk, and the -rts position must survive a power
-     * cut of this machine. */
-    uint64_t durable = u == NULL || s->eng->uas ? UINT64_MAX
-                                                : ulog_local_durable_lsn(u);
-    int done = 0;
-    while (done < s->nring && s->ring[done].local_lsn <= durable) {
-        if (s->ring[done].pos_lsn > *lsn) {
-            *lsn = s->ring[done].pos_lsn;
-        }
-        if (s->ring[done].pos_seq > *seq) {
-            *seq = s->ring[done].pos_seq;
-        }
-        done++;
-    }
-    memmove(s->ring, s->ring + done, (size_t)(s->nring - done) *
-                                         sizeof(s->ring[0]));
-    s->nring -= done;
-}
-
 struct session {
     struct buf in;
     uint64_t pos_lsn; /* master position received and staged */
@@ -334,15 +288,19 @@ _frame(struct repl_receiver *s, struct session *ss, const struct repl_frame *f)
 static int
 _acknowledge(struct repl_receiver *s, struct session *ss, int fd, bool force)
 {
-    uint64_t lsn = s->rts;
-    uint64_t seq = s->rts_seq;
-    _durable_position(s, &lsn, &seq);
+    /* R8: durable here. Under -fsync peer a peer's copy of our log says
+     * nothing of this disk, and the -rts position must survive a power
+     * cut of this machine. */
+    struct ulog *u = s->eng->ulog;
+    uint64_t durable = u == NULL || s->eng->uas ? UINT64_MAX
+                                                : ulog_local_durable_lsn(u);
+    struct repl_position d = repl_progress_durable(&s->progress, durable);
     pthread_mutex_lock(&s->lock);
-    if (lsn > s->rts) {
-        s->rts = lsn;
+    if (d.lsn > s->rts) {
+        s->rts = d.lsn;
     }
-    if (seq > s->rts_seq) {
-        s->rts_seq = seq;
+    if (d.seq > s->rts_seq) {
+        s->rts_seq = d.seq;
     }
     pthread_mutex_unlock(&s->lock);
     uint64_t now = util_mono_ms();
@@ -570,9 +528,11 @@ _session(struct repl_receiver *s, int fd)
         if (txn_wait_applied(&s->batch) != TXN_OK) {
             break;
         }
-        /* Acknowledged only once durable here (see _durable_position()). */
+        /* Acknowledged only once durable here (R8). */
         if (!ss.in_snapshot) {
-            _push(s, s->batch.last_lsn, ss.pos_lsn, ss.pos_seq);
+            repl_progress_commit(&s->progress, s->batch.last_lsn,
+                                 (struct repl_position){ss.pos_lsn,
+                                                        ss.pos_seq});
         }
         /* Applied: what the master had when it sent the heartbeat is
          * readable here now. */
@@ -654,6 +614,8 @@ repl_receiver_create(const struct repl_receiver_options *o,
         free(s);
         return NULL;
     }
+    repl_progress_init(&s->progress,
+                       (struct repl_position){s->rts, s->rts_seq});
     /* txn.h T10: under -fsync peer what the peer sends is in its log
      * already; waiting for it to report our copy back would stall the
      * stream (and each side's receiver on the other's). */

@@ -6,7 +6,8 @@
  * (txn_stage_replicated(): the newer (stamp, server id) wins, so a
  * master/master pair converges whatever order changes cross in), logs it
  * in this server's own update log, and acknowledges the position once it
- * is durable here (every 100 ms while records arrive). A second thread
+ * is durable here (R8, repl_progress.h; every 100 ms while records
+ * arrive). A second thread
  * writes that durable position to the -rts file about once a second,
  * replacing the file atomically; a restart resumes from it and receives
  * again, harmlessly, what came after it. If the master says the position
