@@ -295,13 +295,10 @@ _acknowledge(struct repl_receiver *s, struct session *ss, int fd, bool force)
     uint64_t durable = u == NULL || s->eng->uas ? UINT64_MAX
                                                 : ulog_local_durable_lsn(u);
     struct repl_position d = repl_progress_durable(&s->progress, durable);
+    /* Published for the other threads; it never goes back (R8). */
     pthread_mutex_lock(&s->lock);
-    if (d.lsn > s->rts) {
-        s->rts = d.lsn;
-    }
-    if (d.seq > s->rts_seq) {
-        s->rts_seq = d.seq;
-    }
+    s->rts = d.lsn;
+    s->rts_seq = d.seq;
     pthread_mutex_unlock(&s->lock);
     uint64_t now = util_mono_ms();
     if (!force && now < ss->next_ack) {

@@ -155,10 +155,6 @@ int ulog_read_full(int fd, void *buf, size_t len, uint64_t off);
  * or -1 with errno set. */
 int ulog_write_full(int fd, const void *buf, size_t len, uint64_t off);
 
-/* The last lsn appended from any origin but `sid` (0: any origin). The
- * caller holds u->lock. */
-uint64_t ulog_end_excluding_locked(const struct ulog *u, uint32_t sid);
-
 /* The sync thread's body (ulog_sync.c); `arg` is the ulog. */
 void *ulog_sync_main(void *arg);
 

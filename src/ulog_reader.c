@@ -289,38 +289,24 @@ ulog_reader_where(const struct ulog_reader *r, uint64_t *segment,
     *offset = r->file_off;
 }
 
-bool
-ulog_reader_wait(struct ulog_reader *r, int timeout_ms)
+/*
+ * The end a waiting reader wants to pass: the durable end for a reader
+ * limited to durable records; otherwise the last record of any origin
+ * but `skip_sid` (0: of any origin). Holds the lock.
+ */
+static uint64_t
+_end_locked(struct ulog_reader *r, uint32_t skip_sid)
 {
     struct ulog *u = r->u;
-    if (u == NULL) {
-        return false;
+    if (r->durable_only) {
+        return ulog_durable_locked(u);
     }
-    struct timespec until;
-    util_deadline_ms(&until, timeout_ms > 0 ? (uint64_t)timeout_ms : 0);
-    pthread_mutex_lock(&u->lock);
-    /* A reader limited to durable records waits for durability, not for
-     * mere writes, or it would spin while a sync is pending. */
-    uint64_t end = r->durable_only ? ulog_durable_locked(u) : u->last_lsn;
-    bool grown = end > r->consumed_lsn;
-    if (!grown && !u->stopping) {
-        pthread_cond_timedwait(&u->grown, &u->lock, &until);
-        end = r->durable_only ? ulog_durable_locked(u) : u->last_lsn;
-        grown = end > r->consumed_lsn;
-    }
-    pthread_mutex_unlock(&u->lock);
-    return grown;
-}
-
-uint64_t
-ulog_end_excluding_locked(const struct ulog *u, uint32_t sid)
-{
-    if (sid == 0) {
+    if (skip_sid == 0) {
         return u->last_lsn;
     }
     uint64_t end = u->other_lsn;
     for (int i = 0; i < u->norigins; i++) {
-        if (u->origins[i].sid != sid && u->origins[i].lsn > end) {
+        if (u->origins[i].sid != skip_sid && u->origins[i].lsn > end) {
             end = u->origins[i].lsn;
         }
     }
@@ -353,26 +339,42 @@ ulog_reader_wait_others(struct ulog_reader *r, uint32_t skip_sid,
                         int timeout_ms)
 {
     struct ulog *u = r->u;
-    if (u == NULL || skip_sid == 0 || r->durable_only) {
-        return ulog_reader_wait(r, timeout_ms);
+    if (u == NULL) {
+        return false;
     }
     struct timespec until;
     util_deadline_ms(&until, timeout_ms > 0 ? (uint64_t)timeout_ms : 0);
     pthread_mutex_lock(&u->lock);
-    struct ulog_exclusion *ex = _exclusion_locked(u, skip_sid);
-    if (ex == NULL) {
-        pthread_mutex_unlock(&u->lock);
-        return ulog_reader_wait(r, timeout_ms);
+    /* A reader limited to durable records waits for durability, not for
+     * mere writes, or it would spin while a sync is pending; it and a
+     * reader skipping nothing sleep on `grown`, which every append and
+     * sync broadcasts. */
+    struct ulog_exclusion *ex = NULL;
+    if (skip_sid != 0 && !r->durable_only) {
+        ex = _exclusion_locked(u, skip_sid);
     }
-    bool grown = ulog_end_excluding_locked(u, skip_sid) > r->consumed_lsn;
+    if (ex == NULL) {
+        skip_sid = 0;
+    }
+    bool grown = _end_locked(r, skip_sid) > r->consumed_lsn;
     if (!grown && !u->stopping) {
-        ex->waiting++;
-        pthread_cond_timedwait(&ex->cond, &u->lock, &until);
-        ex->waiting--;
-        grown = ulog_end_excluding_locked(u, skip_sid) > r->consumed_lsn;
+        if (ex != NULL) {
+            ex->waiting++;
+            pthread_cond_timedwait(&ex->cond, &u->lock, &until);
+            ex->waiting--;
+        } else {
+            pthread_cond_timedwait(&u->grown, &u->lock, &until);
+        }
+        grown = _end_locked(r, skip_sid) > r->consumed_lsn;
     }
     pthread_mutex_unlock(&u->lock);
     return grown;
+}
+
+bool
+ulog_reader_wait(struct ulog_reader *r, int timeout_ms)
+{
+    return ulog_reader_wait_others(r, 0, timeout_ms);
 }
 
 void
