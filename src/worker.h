@@ -44,6 +44,10 @@ struct worker_shared {
     /* Takes over a replication peer's socket (conn.h). */
     int (*handoff)(void *arg, int fd, const struct proto_request *req);
     void *handoff_arg;
+    /* Sends replies (conn_host.send): NULL, as in the server, is send(2);
+     * the unit suite captures them instead. */
+    ssize_t (*send)(void *arg, int fd, const void *data, size_t len);
+    void *send_arg;
 };
 
 struct worker {
