@@ -436,8 +436,9 @@ _note_origin(struct ulog *u, uint32_t sid, uint64_t lsn)
 }
 
 /*
- * The exclusions an append wakes: those whose readers sleep and skip an
- * origin other than one of the append's records. `first_sid` is the
+ * The exclusions an append wakes: those whose readers sleep, skip an
+ * origin other than one of the append's records, and are not limited to
+ * durable records (ulog_publish_locked() wakes those). `first_sid` is the
  * first record's origin, `mixed` whether another origin follows. Holds
  * the lock. Returns a bit per exclusion.
  */
@@ -447,7 +448,8 @@ _exclusions_to_wake(const struct ulog *u, uint32_t first_sid, bool mixed)
     unsigned wake = 0;
     for (int i = 0; i < ULOG_ORIGINS; i++) {
         const struct ulog_exclusion *ex = &u->exclusions[i];
-        if (ex->waiting > 0 && (mixed || ex->sid != first_sid)) {
+        if (ex->waiting > ex->waiting_durable &&
+            (mixed || ex->sid != first_sid)) {
             wake |= 1u << i;
         }
     }

@@ -352,9 +352,10 @@ bool ulog_reader_wait(struct ulog_reader *r, int timeout_ms);
  * As ulog_reader_wait(), for a reader that skips every record whose
  * origin is `skip_sid` (0: none): appends holding only such records do
  * not wake it, so a replication sender sleeps through the stream its
- * peer sends this server. A reader limited to durable records waits as
- * in ulog_reader_wait(). Returns true if a record of another origin may
- * have been appended.
+ * peer sends this server. A reader limited to durable records is woken
+ * only when the durable lsn passes a record of another origin. Returns
+ * true if a record of another origin may have been appended (or, limited
+ * to durable records, become durable).
  */
 bool ulog_reader_wait_others(struct ulog_reader *r, uint32_t skip_sid,
                              int timeout_ms);

@@ -64,6 +64,9 @@ struct ulog_origin {
 struct ulog_exclusion {
     uint32_t sid;      /* the origin skipped; 0 while unused */
     uint32_t waiting;  /* readers asleep on `cond` */
+    uint32_t waiting_durable; /* ... of them limited to durable records:
+                                 woken when the durable lsn moves, not by
+                                 appends */
     pthread_cond_t cond;
 };
 
@@ -194,8 +197,16 @@ bool ulog_peer_waiting_locked(struct ulog *u, uint64_t lsn);
  */
 uint64_t ulog_peer_check_stall_locked(struct ulog *u);
 
-/* Publishes the durable lsn for lock-free readers. Holds u->lock. */
+/*
+ * Publishes the durable lsn for lock-free readers and, if it moved, wakes
+ * the readers limited to durable records that skip an origin, where a
+ * record of another origin may have become durable. Holds u->lock.
+ */
 void ulog_publish_locked(struct ulog *u);
+
+/* The last record of any origin but `skip_sid` (which must not be 0), or
+ * an lsn at or after it. Holds u->lock. */
+uint64_t ulog_others_end_locked(const struct ulog *u, uint32_t skip_sid);
 
 /*
  * Calls the watchers whose lsn became durable (all of them with `all`).

@@ -289,26 +289,32 @@ ulog_reader_where(const struct ulog_reader *r, uint64_t *segment,
     *offset = r->file_off;
 }
 
-/*
- * The end a waiting reader wants to pass: the durable end for a reader
- * limited to durable records; otherwise the last record of any origin
- * but `skip_sid` (0: of any origin). Holds the lock.
- */
-static uint64_t
-_end_locked(struct ulog_reader *r, uint32_t skip_sid)
+uint64_t
+ulog_others_end_locked(const struct ulog *u, uint32_t skip_sid)
 {
-    struct ulog *u = r->u;
-    if (r->durable_only) {
-        return ulog_durable_locked(u);
-    }
-    if (skip_sid == 0) {
-        return u->last_lsn;
-    }
     uint64_t end = u->other_lsn;
     for (int i = 0; i < u->norigins; i++) {
         if (u->origins[i].sid != skip_sid && u->origins[i].lsn > end) {
             end = u->origins[i].lsn;
         }
+    }
+    return end;
+}
+
+/*
+ * The end a waiting reader wants to pass: the last record of any origin
+ * but `skip_sid` (0: of any origin), and no further than the durable end
+ * for a reader limited to durable records. Holds the lock.
+ */
+static uint64_t
+_end_locked(struct ulog_reader *r, uint32_t skip_sid)
+{
+    struct ulog *u = r->u;
+    uint64_t end = skip_sid == 0 ? u->last_lsn
+                                 : ulog_others_end_locked(u, skip_sid);
+    if (r->durable_only) {
+        uint64_t durable = ulog_durable_locked(u);
+        end = durable < end ? durable : end;
     }
     return end;
 }
@@ -345,12 +351,13 @@ ulog_reader_wait_others(struct ulog_reader *r, uint32_t skip_sid,
     struct timespec until;
     util_deadline_ms(&until, timeout_ms > 0 ? (uint64_t)timeout_ms : 0);
     pthread_mutex_lock(&u->lock);
-    /* A reader limited to durable records waits for durability, not for
-     * mere writes, or it would spin while a sync is pending; it and a
-     * reader skipping nothing sleep on `grown`, which every append and
-     * sync broadcasts. */
+    /* A reader skipping nothing sleeps on `grown`, which every append
+     * and sync broadcasts. One skipping an origin sleeps on that origin's
+     * exclusion: appends of other origins wake it, or, if it is limited
+     * to durable records, moves of the durable lsn past a record of
+     * another origin (ulog_publish_locked()). */
     struct ulog_exclusion *ex = NULL;
-    if (skip_sid != 0 && !r->durable_only) {
+    if (skip_sid != 0) {
         ex = _exclusion_locked(u, skip_sid);
     }
     if (ex == NULL) {
@@ -360,7 +367,9 @@ ulog_reader_wait_others(struct ulog_reader *r, uint32_t skip_sid,
     if (!grown && !u->stopping) {
         if (ex != NULL) {
             ex->waiting++;
+            ex->waiting_durable += r->durable_only;
             pthread_cond_timedwait(&ex->cond, &u->lock, &until);
+            ex->waiting_durable -= r->durable_only;
             ex->waiting--;
         } else {
             pthread_cond_timedwait(&u->grown, &u->lock, &until);

@@ -31,12 +31,29 @@ ulog_durable_locked(struct ulog *u)
 
 /* Publishes the durable lsn for lock-free readers; the caller holds the
  * lock. Workers check durability every pass and must never wait for a
- * thread stuck in the file system while holding the lock. */
+ * thread stuck in the file system while holding the lock. Appends do not
+ * wake readers limited to durable records; the durable lsn's moves do,
+ * here, and only those with a record of another origin past the old
+ * durable lsn: a sender of a pair under "always" sleeps through the
+ * syncs of its peer's stream. Woken under the lock, as the callers hold
+ * it; each waiter re-tests its condition, so no wake-up is lost. */
 void
 ulog_publish_locked(struct ulog *u)
 {
-    atomic_store_explicit(&u->durable_pub, ulog_durable_locked(u),
-                          memory_order_release);
+    uint64_t old = atomic_load_explicit(&u->durable_pub,
+                                        memory_order_relaxed);
+    uint64_t now = ulog_durable_locked(u);
+    atomic_store_explicit(&u->durable_pub, now, memory_order_release);
+    if (now <= old) {
+        return;
+    }
+    for (int i = 0; i < ULOG_ORIGINS; i++) {
+        struct ulog_exclusion *ex = &u->exclusions[i];
+        if (ex->waiting_durable > 0 &&
+            ulog_others_end_locked(u, ex->sid) > old) {
+            pthread_cond_broadcast(&ex->cond);
+        }
+    }
 }
 
 uint64_t

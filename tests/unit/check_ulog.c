@@ -643,11 +643,13 @@ START_TEST(test_fsync_policy_parse)
 END_TEST
 
 /* An append from another thread, `delay_ms` after it starts: records
- * from each of `sids` (up to 2, 0-terminated) in one append. */
+ * from each of `sids` (up to 2, 0-terminated; none: no append) in one
+ * append, then, if `sync`, an fdatasync of everything written. */
 struct later_append {
     struct ulog *u;
     uint32_t sids[3];
     int delay_ms;
+    bool sync;
 };
 
 static void *
@@ -664,15 +666,23 @@ _append_later(void *arg)
     for (; a->sids[n] != 0; n++) {
         len += _record_from(buf + len, a->sids[n], "k", "v");
     }
-    ck_assert_int_eq(ulog_append(a->u, -1, buf, len, n, &lsn), ULOG_OK);
+    if (n > 0) {
+        ck_assert_int_eq(ulog_append(a->u, -1, buf, len, n, &lsn), ULOG_OK);
+    }
+    if (a->sync) {
+        uint64_t seq;
+        ulog_position(a->u, &lsn, &seq);
+        /* With no sync thread started, the waiter syncs itself. */
+        ck_assert_int_eq(ulog_wait_durable(a->u, lsn), ULOG_OK);
+    }
     return NULL;
 }
 
 /* Waits like a sender skipping origin `skip` while `a` appends; returns
  * whether the wait saw growth, and the time it took in `*ms`. */
 static bool
-_wait_during(struct ulog_reader *r, uint32_t skip, int timeout_ms,
-             struct later_append *a, uint64_t *ms)
+_wait_during_as(struct ulog_reader *r, bool durable_only, uint32_t skip,
+                int timeout_ms, struct later_append *a, uint64_t *ms)
 {
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, _append_later, a), 0);
@@ -681,9 +691,16 @@ _wait_during(struct ulog_reader *r, uint32_t skip, int timeout_ms,
     *ms = util_mono_ms() - began;
     pthread_join(t, NULL);
     struct logrec rec;
-    while (ulog_reader_next(r, &rec, false) == ULOG_OK) {
+    while (ulog_reader_next(r, &rec, durable_only) == ULOG_OK) {
     }
     return grown;
+}
+
+static bool
+_wait_during(struct ulog_reader *r, uint32_t skip, int timeout_ms,
+             struct later_append *a, uint64_t *ms)
+{
+    return _wait_during_as(r, false, skip, timeout_ms, a, ms);
 }
 
 START_TEST(test_reader_sleeps_through_a_skipped_origin)
@@ -703,25 +720,65 @@ START_TEST(test_reader_sleeps_through_a_skipped_origin)
 
     /* An append of server 2's records only: the wait skipping 2 sleeps
      * its whole timeout (a timed wait returns early only when woken). */
-    struct later_append only2 = {u, {2, 0}, 20};
+    struct later_append only2 = {u, {2, 0}, 20, false};
     ck_assert(!_wait_during(r, 2, 300, &only2, &ms));
     ck_assert_uint_ge(ms, 290);
     /* Server 1's record wakes it at once, as does an append mixing both. */
-    struct later_append only1 = {u, {1, 0}, 20};
+    struct later_append only1 = {u, {1, 0}, 20, false};
     ck_assert(_wait_during(r, 2, 5000, &only1, &ms));
     ck_assert_uint_lt(ms, 2500);
-    struct later_append mixed = {u, {2, 1, 0}, 20};
+    struct later_append mixed = {u, {2, 1, 0}, 20, false};
     ck_assert(_wait_during(r, 2, 5000, &mixed, &ms));
     ck_assert_uint_lt(ms, 2500);
     /* A record of server 1 followed by one of 2, appended before the
      * wait: nothing to sleep over. */
-    struct later_append first1 = {u, {1, 2, 0}, 0};
+    struct later_append first1 = {u, {1, 2, 0}, 0, false};
     (void)_append_later(&first1);
     ck_assert(ulog_reader_wait_others(r, 2, 300));
     while (ulog_reader_next(r, &lr, false) == ULOG_OK) {
     }
     /* Skipping nothing (0), every append wakes. */
     ck_assert(_wait_during(r, 0, 5000, &only2, &ms));
+    ck_assert_uint_lt(ms, 2500);
+    ulog_reader_close(r);
+    ulog_close(u);
+}
+END_TEST
+
+/* A sender of a pair under "always" reads only durable records: neither
+ * appends nor syncs of the origin it skips wake it, and an append of
+ * another origin wakes it only once a sync makes it durable. */
+START_TEST(test_durable_reader_sleeps_until_another_origin_is_durable)
+{
+    struct ulog_recovery rec;
+    struct ulog *u = _open_policy(1 << 20, 0, ULOG_FSYNC_ALWAYS, &rec);
+    struct ulog_reader *r;
+    struct logrec lr;
+    uint64_t ms;
+
+    ck_assert_int_eq(ulog_reader_open(u, 0, &r), ULOG_OK);
+    struct later_append only2 = {u, {2, 0}, 20, true};
+    ck_assert(!_wait_during_as(r, true, 2, 300, &only2, &ms));
+    ck_assert_uint_ge(ms, 290);
+    /* Server 1's record, not yet durable: still asleep. */
+    struct later_append only1 = {u, {1, 0}, 20, false};
+    ck_assert(!_wait_during_as(r, true, 2, 300, &only1, &ms));
+    ck_assert_uint_ge(ms, 290);
+    ck_assert_int_eq(ulog_reader_next(r, &lr, true), ULOG_END);
+    /* Its sync wakes the reader at once, and the record is there. */
+    struct later_append sync = {u, {0}, 20, true};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, _append_later, &sync), 0);
+    uint64_t began = util_mono_ms();
+    ck_assert(ulog_reader_wait_others(r, 2, 5000));
+    ck_assert_uint_lt(util_mono_ms() - began, 2500);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(ulog_reader_next(r, &lr, true), ULOG_OK);
+    ck_assert_uint_eq(lr.sid, 1);
+    ck_assert_int_eq(ulog_reader_next(r, &lr, true), ULOG_END);
+    /* A mixed append, synced: awake at once. */
+    struct later_append mixed = {u, {2, 1, 0}, 20, true};
+    ck_assert(_wait_during_as(r, true, 2, 5000, &mixed, &ms));
     ck_assert_uint_lt(ms, 2500);
     ulog_reader_close(r);
     ulog_close(u);
@@ -752,6 +809,7 @@ ulog_suite(void)
     tcase_add_test(tc, test_held_segment_does_not_repeat_checkpoints);
     tcase_add_test(tc, test_checkpoint_when_database_grew);
     tcase_add_test(tc, test_reader_sleeps_through_a_skipped_origin);
+    tcase_add_test(tc, test_durable_reader_sleeps_until_another_origin_is_durable);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
