@@ -31,18 +31,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,130 +52,17 @@
 #include "store.h"
 
 #define TOOL_TIMEOUT_MS 60000
-#define OUT_CAP 65536
 #define KEY "0123456789abcdef0123456789abcdef\n"
 #define OTHER_KEY "fedcba9876543210fedcba9876543210\n"
 
 static struct kura_proc m; /* the server backed up */
 static struct kura_proc r; /* a server started from the backup */
 
-/* A kura run: its pid and output. */
-struct tool_run {
-    pid_t pid;
-    int out_fd;
-    int err_fd;
-    char out[OUT_CAP];
-    char err[OUT_CAP];
-    size_t out_len;
-    size_t err_len;
-};
-
-static const char *
-_tool(void)
-{
-    const char *t = getenv("KURA_TOOL");
-    return t != NULL ? t : "tools/kura";
-}
-
+/* Runs kura with `args` to completion; its exit status must be `want`. */
 static void
-_spawn(struct tool_run *t, const char *const *args)
+_run(struct harness_tool *t, const char *const *args, int want)
 {
-    const char *argv[40];
-    int out[2];
-    int err[2];
-    int n = 0;
-
-    memset(t, 0, sizeof(*t));
-    argv[n++] = _tool();
-    for (int i = 0; args[i] != NULL && n < 39; i++) {
-        argv[n++] = args[i];
-    }
-    argv[n] = NULL;
-    ck_assert_int_eq(pipe(out), 0);
-    ck_assert_int_eq(pipe(err), 0);
-    pid_t parent = getpid();
-    t->pid = fork();
-    ck_assert_int_ge(t->pid, 0);
-    if (t->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) {
-            _exit(127);
-        }
-        dup2(out[1], STDOUT_FILENO);
-        dup2(err[1], STDERR_FILENO);
-        close(out[0]);
-        close(out[1]);
-        close(err[0]);
-        close(err[1]);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    close(out[1]);
-    close(err[1]);
-    t->out_fd = out[0];
-    t->err_fd = err[0];
-    fcntl(t->out_fd, F_SETFL, O_NONBLOCK);
-    fcntl(t->err_fd, F_SETFL, O_NONBLOCK);
-}
-
-static void
-_drain(int fd, char *buf, size_t *len)
-{
-    ssize_t n;
-    while (*len + 1 < OUT_CAP &&
-           (n = read(fd, buf + *len, OUT_CAP - 1 - *len)) > 0) {
-        *len += (size_t)n;
-    }
-    buf[*len] = '\0';
-}
-
-/* Waits for the run to end; its exit status, or -1 if it was killed. */
-static int
-_finish(struct tool_run *t, int timeout_ms)
-{
-    uint64_t deadline = harness_now_ms() + (uint64_t)timeout_ms;
-    int status;
-    int rc = -1;
-
-    for (;;) {
-        struct pollfd pfd[2] = {{.fd = t->out_fd, .events = POLLIN},
-                                {.fd = t->err_fd, .events = POLLIN}};
-        poll(pfd, 2, 20);
-        _drain(t->out_fd, t->out, &t->out_len);
-        _drain(t->err_fd, t->err, &t->err_len);
-        if (waitpid(t->pid, &status, WNOHANG) == t->pid) {
-            rc = WIFEXITED(status) ? WEXITSTATUS(status)
-                                   : 128 + WTERMSIG(status);
-            break;
-        }
-        if (harness_now_ms() >= deadline) {
-            kill(t->pid, SIGKILL);
-            waitpid(t->pid, &status, 0);
-            break;
-        }
-    }
-    _drain(t->out_fd, t->out, &t->out_len);
-    _drain(t->err_fd, t->err, &t->err_len);
-    close(t->out_fd);
-    close(t->err_fd);
-    return rc;
-}
-
-static void
-_expect(const struct tool_run *t, int rc, int want)
-{
-    if (rc != want) {
-        fprintf(stderr, "kura exited %d, expected %d\n--- stdout\n%s"
-                        "--- stderr\n%s", rc, want, t->out, t->err);
-    }
-    ck_assert_int_eq(rc, want);
-}
-
-static void
-_run(struct tool_run *t, const char *const *args, int want)
-{
-    _spawn(t, args);
-    _expect(t, _finish(t, TOOL_TIMEOUT_MS), want);
+    ck_assert_int_eq(harness_tool_run(t, args, want, TOOL_TIMEOUT_MS), want);
 }
 
 /* ------------------------------------------------------------ files */
@@ -355,7 +238,7 @@ _expect_value(int port, const char *key, const char *want)
 
 /* Runs `kura backup` of `m` into `out` with the key file `rkey`. */
 static void
-_backup(struct tool_run *t, const char *out, const char *rkey, int want)
+_backup(struct harness_tool *t, const char *out, const char *rkey, int want)
 {
     char port[16];
     snprintf(port, sizeof(port), "%d", m.port);
@@ -477,25 +360,28 @@ START_TEST(test_backup_under_load)
 {
     char port[16];
     char until[64];
-    struct tool_run bench;
-    struct tool_run t;
+    struct harness_tool bench;
+    struct harness_tool t;
     const char *ack = _in(&m, "ack.log");
     const char *before = _in(&m, "ack-before.log");
     const char *out = _in(&m, "backup.tch");
     const char *rkey = _in(&m, "rkey");
 
     snprintf(port, sizeof(port), "%d", m.port);
-    _spawn(&bench, (const char *const[]){"bench", "--port", port, "--conns",
-                                         "8", "--pipeline", "4",
-                                         "--duration", "3", "--own-keys",
-                                         "500", "--ack-log", ack, NULL});
+    ck_assert_int_eq(harness_tool_spawn(
+                         &bench, (const char *const[]){
+                                     "bench", "--port", port, "--conns", "8",
+                                     "--pipeline", "4", "--duration", "3",
+                                     "--own-keys", "500", "--ack-log", ack,
+                                     NULL}),
+                     0);
     /* The ack log is flushed every second: what it holds was acknowledged
      * before the backup starts. */
     ck_assert(harness_wait_for(_has_lines, (void *)ack, 10000));
     _copy_lines(ack, before);
     _backup(&t, out, rkey, 0);
     ck_assert_ptr_nonnull(strstr(t.out, "log records from server 1"));
-    _expect(&bench, _finish(&bench, TOOL_TIMEOUT_MS), 0);
+    ck_assert_int_eq(harness_tool_finish(&bench, TOOL_TIMEOUT_MS), 0);
     ck_assert(_exists(_in(&m, "backup.tch.pos")));
     ck_assert(!_exists(_in(&m, "backup.tch.part")));
     ck_assert(kura_log_has(&m, "sent a backup to"));
@@ -551,7 +437,7 @@ _standby_has_b(void *arg)
  */
 START_TEST(test_standby_from_backup)
 {
-    struct tool_run t;
+    struct harness_tool t;
     const char *out = _in(&m, "backup.tch");
 
     _set_many(m.port, "a", "A", 200);
@@ -620,7 +506,7 @@ _past(void *arg)
 /* kura ulog replay --pos --until: the state at a chosen time. */
 START_TEST(test_point_in_time)
 {
-    struct tool_run t;
+    struct harness_tool t;
     char until[80];
     const char *out = _in(&m, "backup.tch");
     const char *pos = _in(&m, "backup.tch.pos");
@@ -718,7 +604,7 @@ END_TEST
  */
 START_TEST(test_backup_after_flush_all)
 {
-    struct tool_run t;
+    struct harness_tool t;
     const char *out = _in(&m, "backup.tch");
 
     _set_many(m.port, "a", "A", 300);
@@ -757,7 +643,7 @@ _gone(void *arg)
  */
 START_TEST(test_backup_carries_a_pending_flush_all)
 {
-    struct tool_run t;
+    struct harness_tool t;
     const char *out = _in(&m, "backup.tch");
 
     _set_many(m.port, "a", "A", 50);
@@ -834,7 +720,7 @@ _stat(int port, const char *name)
  */
 START_TEST(test_slow_backup_holds_the_log)
 {
-    struct tool_run t;
+    struct harness_tool t;
     char port[16];
     ck_assert_int_eq(kura_stop(&m, 20000), 0);
     m.args[m.nargs++] = "-ulim";
@@ -929,7 +815,7 @@ END_TEST
 /* A backup needs the server's key; the server checks the proof. */
 START_TEST(test_backup_wrong_key_refused)
 {
-    struct tool_run t;
+    struct harness_tool t;
     const char *out = _in(&m, "backup.tch");
     const char *other = _in(&m, "other-key");
 

@@ -17,22 +17,17 @@
  */
 #include <check.h>
 #include <dirent.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../unit/unit_main.h"
 #include "harness.h"
 
 #define TOOL_TIMEOUT_MS 30000
-#define OUT_CAP 65536
 
 static struct kura_proc a;
 static struct kura_proc b;
@@ -41,103 +36,36 @@ static char b_port[16];
 
 /* ------------------------------------------------------------ kura runs */
 
-struct tool_run {
-    pid_t pid;
-    int out_fd;
-    char out[OUT_CAP];
-    size_t out_len;
-};
-
+/* Starts kura with `args`; see harness_tool_spawn(). */
 static void
-_spawn(struct tool_run *t, const char *const *args)
+_spawn(struct harness_tool *t, const char *const *args)
 {
-    const char *argv[40];
-    int out[2];
-    int n = 0;
-    const char *tool = getenv("KURA_TOOL");
-
-    memset(t, 0, sizeof(*t));
-    argv[n++] = tool != NULL ? tool : "tools/kura";
-    for (int i = 0; args[i] != NULL && n < 39; i++) {
-        argv[n++] = args[i];
-    }
-    argv[n] = NULL;
-    ck_assert_int_eq(pipe(out), 0);
-    pid_t parent = getpid();
-    t->pid = fork();
-    ck_assert_int_ge(t->pid, 0);
-    if (t->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) {
-            _exit(127);
-        }
-        dup2(out[1], STDOUT_FILENO);
-        dup2(out[1], STDERR_FILENO);
-        close(out[0]);
-        close(out[1]);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    close(out[1]);
-    t->out_fd = out[0];
-    fcntl(t->out_fd, F_SETFL, O_NONBLOCK);
-}
-
-static void
-_drain(struct tool_run *t)
-{
-    ssize_t n;
-    while (t->out_len + 1 < OUT_CAP &&
-           (n = read(t->out_fd, t->out + t->out_len,
-                     OUT_CAP - 1 - t->out_len)) > 0) {
-        t->out_len += (size_t)n;
-    }
-    t->out[t->out_len] = '\0';
+    ck_assert_int_eq(harness_tool_spawn(t, args), 0);
 }
 
 /* Waits for the run to end; returns its exit status, or -1 if killed. */
 static int
-_finish(struct tool_run *t)
+_finish(struct harness_tool *t)
 {
-    uint64_t deadline = harness_now_ms() + TOOL_TIMEOUT_MS;
-    int status;
-    int rc = -1;
-    for (;;) {
-        struct pollfd pfd = {.fd = t->out_fd, .events = POLLIN};
-        poll(&pfd, 1, 20);
-        _drain(t);
-        if (waitpid(t->pid, &status, WNOHANG) == t->pid) {
-            rc = WIFEXITED(status) ? WEXITSTATUS(status)
-                                   : 128 + WTERMSIG(status);
-            break;
-        }
-        if (harness_now_ms() >= deadline) {
-            kill(t->pid, SIGKILL);
-            waitpid(t->pid, &status, 0);
-            break;
-        }
-    }
-    _drain(t);
-    close(t->out_fd);
-    return rc;
+    return harness_tool_finish(t, TOOL_TIMEOUT_MS);
 }
 
 /* kura verify of `log` against `port`; returns its exit status. */
 static int
-_verify(const char *log, int port, struct tool_run *t)
+_verify(const char *log, int port, struct harness_tool *t)
 {
     char p[16];
     snprintf(p, sizeof(p), "%d", port);
     _spawn(t, (const char *const[]){"verify", "--ack-log", log, "--port", p,
                                     NULL});
     int rc = _finish(t);
-    fprintf(stderr, "verify on %d: %s", port, t->out);
+    fprintf(stderr, "verify on %d: %s%s", port, t->out, t->err);
     return rc;
 }
 
 /* Writes acknowledged by a finished bench, from its summary. */
 static long
-_acked(const struct tool_run *t)
+_acked(const struct harness_tool *t)
 {
     const char *p = strstr(t->out, "acknowledged writes logged: ");
     ck_assert_msg(p != NULL, "%s", t->out);
@@ -268,7 +196,7 @@ START_TEST(test_u10_kill9_active_every_ack_on_standby)
     ck_assert(kura_wait_logged(&a, "writes this server's records to its "
                                "log", 5000));
 
-    struct tool_run bench;
+    struct harness_tool bench;
     _spawn(&bench, (const char *const[]){"bench", "--port", a_port,
                                          "--conns", "8", "--pipeline", "4",
                                          "--duration", "3", "--own-keys",
@@ -283,7 +211,8 @@ START_TEST(test_u10_kill9_active_every_ack_on_standby)
     long long groups = _stat(a.port, "kura_ulog_group_writes");
     kura_kill9(&a);
     int rc = _finish(&bench);
-    ck_assert_msg(rc == 0 || rc == 1, "bench: %d\n%s", rc, bench.out);
+    ck_assert_msg(rc == 0 || rc == 1, "bench: %d\n%s%s", rc, bench.out,
+                  bench.err);
     long acked = _acked(&bench);
     fprintf(stderr, "peer: %ld writes acknowledged; %lld syncs for %lld "
             "group writes before the kill\n", acked, syncs, groups);
@@ -295,7 +224,7 @@ START_TEST(test_u10_kill9_active_every_ack_on_standby)
     ck_assert_int_lt(syncs, groups);
 
     /* U10, R5: the standby alone holds every acknowledged write. */
-    struct tool_run v;
+    struct harness_tool v;
     ck_assert_int_eq(_verify(log, b.port, &v), 0);
 
     /* kill -9 loses nothing on A either; the pair converges. A asks for
@@ -322,7 +251,7 @@ START_TEST(test_u11_fallback_while_the_peer_is_stopped)
 
     /* Still acknowledged, each group commit synced here (U11). */
     long long syncs = _stat(a.port, "kura_ulog_syncs");
-    struct tool_run bench;
+    struct harness_tool bench;
     _spawn(&bench, (const char *const[]){"bench", "--port", a_port,
                                          "--conns", "4", "--duration", "1",
                                          "--own-keys", "100", "--ack-log",
@@ -337,7 +266,7 @@ START_TEST(test_u11_fallback_while_the_peer_is_stopped)
     ck_assert_int_gt(synced, 5);
     ck_assert_int_ge(_stat(a.port, "kura_ulog_fdatasynced_lsn"),
                      _stat(a.port, "kura_ulog_durable_lsn"));
-    struct tool_run v;
+    struct harness_tool v;
     ck_assert_int_eq(_verify(log, a.port, &v), 0);
 
     /* The standby returns: the fallback ends, and it gets every write. */

@@ -11,148 +11,24 @@
  */
 #include <check.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../unit/unit_main.h"
 #include "harness.h"
 
 #define TOOL_TIMEOUT_MS 20000
-#define OUT_CAP 65536
 
 static struct kura_proc k;
 
-/* A kura run in progress: its pid and the pipes carrying its output. */
-struct tool_run {
-    pid_t pid;
-    int out_fd;
-    int err_fd;
-    char out[OUT_CAP];
-    char err[OUT_CAP];
-    size_t out_len;
-    size_t err_len;
-};
-
-static const char *
-_tool(void)
-{
-    const char *t = getenv("KURA_TOOL");
-    return t != NULL ? t : "tools/kura";
-}
-
-/* Starts `kura` with `args` (NULL terminated, without argv[0]). */
-static void
-_spawn(struct tool_run *t, const char *const *args)
-{
-    const char *argv[40];
-    int out[2];
-    int err[2];
-    int n = 0;
-
-    memset(t, 0, sizeof(*t));
-    argv[n++] = _tool();
-    for (int i = 0; args[i] != NULL && n < 39; i++) {
-        argv[n++] = args[i];
-    }
-    argv[n] = NULL;
-    ck_assert_int_eq(pipe(out), 0);
-    ck_assert_int_eq(pipe(err), 0);
-    pid_t parent = getpid();
-    t->pid = fork();
-    ck_assert_int_ge(t->pid, 0);
-    if (t->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) {
-            _exit(127);
-        }
-        dup2(out[1], STDOUT_FILENO);
-        dup2(err[1], STDERR_FILENO);
-        close(out[0]);
-        close(out[1]);
-        close(err[0]);
-        close(err[1]);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    close(out[1]);
-    close(err[1]);
-    t->out_fd = out[0];
-    t->err_fd = err[0];
-    fcntl(t->out_fd, F_SETFL, O_NONBLOCK);
-    fcntl(t->err_fd, F_SETFL, O_NONBLOCK);
-}
-
-static void
-_drain(int fd, char *buf, size_t *len)
-{
-    ssize_t n;
-    while (*len + 1 < OUT_CAP &&
-           (n = read(fd, buf + *len, OUT_CAP - 1 - *len)) > 0) {
-        *len += (size_t)n;
-    }
-    buf[*len] = '\0';
-}
-
-/*
- * Waits up to `timeout_ms` for the run to end, collecting its output.
- * Returns the exit status, 128+signal, or -1 if it had to be killed.
- */
-static int
-_finish(struct tool_run *t, int timeout_ms)
-{
-    uint64_t deadline = harness_now_ms() + (uint64_t)timeout_ms;
-    int status;
-    int rc = -1;
-
-    for (;;) {
-        struct pollfd pfd[2] = {{.fd = t->out_fd, .events = POLLIN},
-                                {.fd = t->err_fd, .events = POLLIN}};
-        poll(pfd, 2, 20);
-        _drain(t->out_fd, t->out, &t->out_len);
-        _drain(t->err_fd, t->err, &t->err_len);
-        if (waitpid(t->pid, &status, WNOHANG) == t->pid) {
-            rc = WIFEXITED(status) ? WEXITSTATUS(status)
-                                   : 128 + WTERMSIG(status);
-            break;
-        }
-        if (harness_now_ms() >= deadline) {
-            kill(t->pid, SIGKILL);
-            waitpid(t->pid, &status, 0);
-            break;
-        }
-    }
-    _drain(t->out_fd, t->out, &t->out_len);
-    _drain(t->err_fd, t->err, &t->err_len);
-    close(t->out_fd);
-    close(t->err_fd);
-    return rc;
-}
-
-/* Shows a run's output when its exit status is not the one expected. */
-static void
-_expect_status(const struct tool_run *t, int rc, int want)
-{
-    if (rc != want) {
-        fprintf(stderr, "kura exited %d, expected %d\n--- stdout\n%s"
-                        "--- stderr\n%s", rc, want, t->out, t->err);
-    }
-    ck_assert_int_eq(rc, want);
-}
-
 /* Runs kura with `args` to completion; its exit status must be `want`. */
 static void
-_run(struct tool_run *t, const char *const *args, int want)
+_run(struct harness_tool *t, const char *const *args, int want)
 {
-    _spawn(t, args);
-    _expect_status(t, _finish(t, TOOL_TIMEOUT_MS), want);
+    ck_assert_int_eq(harness_tool_run(t, args, want, TOOL_TIMEOUT_MS), want);
 }
 
 static void
@@ -196,7 +72,7 @@ static long
 _bench_with_acks(const char *log, const char *duration)
 {
     char port[16];
-    struct tool_run t;
+    struct harness_tool t;
     snprintf(port, sizeof(port), "%d", k.port);
     _run(&t,
          (const char *const[]){"bench", "--port", port, "--conns", "8",
@@ -212,7 +88,7 @@ _bench_with_acks(const char *log, const char *duration)
 }
 
 static void
-_verify(struct tool_run *t, const char *log, int want)
+_verify(struct harness_tool *t, const char *log, int want)
 {
     char port[16];
     snprintf(port, sizeof(port), "%d", k.port);
@@ -229,7 +105,7 @@ START_TEST(test_bench_ack_log_then_verify_ok)
     ck_assert_int_eq(stat(log, &st), 0);
     ck_assert_int_gt(st.st_size, 0);
 
-    struct tool_run t;
+    struct harness_tool t;
     _verify(&t, log, 0);
     long keys, ok, stale, missing;
     _summary(t.out, &keys, &ok, &stale, &missing);
@@ -252,21 +128,28 @@ START_TEST(test_kill9_mid_bench_loses_no_acknowledged_write)
 {
     const char *log = _path(0, "ack.log");
     char port[16];
-    struct tool_run bench;
+    struct harness_tool bench;
     snprintf(port, sizeof(port), "%d", k.port);
-    _spawn(&bench, (const char *const[]){"bench", "--port", port, "--conns",
-                                         "8", "--pipeline", "4",
-                                         "--duration", "2", "--own-keys",
-                                         "100", "--ack-log", log, NULL});
+    ck_assert_int_eq(harness_tool_spawn(
+                         &bench, (const char *const[]){
+                                     "bench", "--port", port, "--conns", "8",
+                                     "--pipeline", "4", "--duration", "2",
+                                     "--own-keys", "100", "--ack-log", log,
+                                     NULL}),
+                     0);
     /* The log is flushed at least once a second: kill once it has been. */
     ck_assert(harness_wait_for(_log_has_lines, (void *)log, 5000));
     kura_kill9(&k);
     /* The bench loses its server, so it normally ends with errors. */
-    int rc = _finish(&bench, TOOL_TIMEOUT_MS);
-    _expect_status(&bench, rc, rc == 0 ? 0 : 1);
+    int rc = harness_tool_finish(&bench, TOOL_TIMEOUT_MS);
+    if (rc != 0 && rc != 1) {
+        fprintf(stderr, "kura bench exited %d\n--- stdout\n%s--- stderr\n%s",
+                rc, bench.out, bench.err);
+    }
+    ck_assert(rc == 0 || rc == 1);
     ck_assert_int_eq(kura_launch(&k), 0);
 
-    struct tool_run t;
+    struct harness_tool t;
     _verify(&t, log, 0);
     long keys, ok, stale, missing;
     _summary(t.out, &keys, &ok, &stale, &missing);
@@ -316,7 +199,7 @@ START_TEST(test_verify_reports_missing_and_stale)
     ck_assert(kc_check(fd, req, "STORED\r\n"));
     close(fd);
 
-    struct tool_run t;
+    struct harness_tool t;
     _verify(&t, log, 1);
     long nkeys, ok, stale, missing;
     _summary(t.out, &nkeys, &ok, &stale, &missing);
@@ -345,7 +228,7 @@ _write_file(const char *path, const char *text)
 START_TEST(test_verify_refuses_corrupt_log)
 {
     const char *log = _path(0, "bad.log");
-    struct tool_run t;
+    struct harness_tool t;
     char port[16];
     snprintf(port, sizeof(port), "%d", k.port);
 
@@ -404,7 +287,7 @@ START_TEST(test_load_generated_file)
     const char *gen = _path(0, "gen.tsv");
     const char *again = _path(1, "gen2.tsv");
     char port[16];
-    struct tool_run t;
+    struct harness_tool t;
     snprintf(port, sizeof(port), "%d", k.port);
 
     _run(&t,
@@ -452,7 +335,7 @@ START_TEST(test_load_reports_bad_lines)
 {
     const char *tsv = _path(0, "mixed.tsv");
     char port[16];
-    struct tool_run t;
+    struct harness_tool t;
     snprintf(port, sizeof(port), "%d", k.port);
 
     _write_file(tsv, "a\t1\r\nno tab here\nb\tvalue with spaces\n\n"
@@ -555,7 +438,7 @@ _json_number(const char *json, const char *name, double *value)
 START_TEST(test_stallwatch_json)
 {
     char port[16];
-    struct tool_run t;
+    struct harness_tool t;
     snprintf(port, sizeof(port), "%d", k.port);
     _run(&t,
          (const char *const[]){"stallwatch", "--port", port, "--count",
@@ -583,7 +466,7 @@ END_TEST
 START_TEST(test_bench_ops_mode_has_no_false_errors)
 {
     char port[16];
-    struct tool_run t;
+    struct harness_tool t;
     snprintf(port, sizeof(port), "%d", k.port);
     /* Other connections' replies still in flight when the count is hit
      * are waited for, not counted as errors. */
@@ -606,7 +489,7 @@ END_TEST
 START_TEST(test_ping)
 {
     char port[16];
-    struct tool_run t;
+    struct harness_tool t;
     snprintf(port, sizeof(port), "%d", k.port);
     _run(&t, (const char *const[]){"ping", "--port", port, NULL}, 0);
     ck_assert_ptr_nonnull(strstr(t.out, "accepting writes"));
@@ -638,7 +521,7 @@ END_TEST
  * as a good check). */
 START_TEST(test_check_sound_file_and_missing_file)
 {
-    struct tool_run t;
+    struct harness_tool t;
     ck_assert_int_eq(kura_stop(&k, 20000), 0);
     _run(&t, (const char *const[]){"check", k.db, NULL}, 0);
     ck_assert_ptr_nonnull(strstr(t.out, "sound"));
@@ -652,7 +535,7 @@ END_TEST
 /* kura bench parses numbers strictly: "19x78" was read as port 19. */
 START_TEST(test_bench_refuses_malformed_numbers)
 {
-    struct tool_run t;
+    struct harness_tool t;
     _run(&t, (const char *const[]){"bench", "--port", "19x78", "--ops", "1",
                                    NULL},
          2);

@@ -544,3 +544,118 @@ kc_stat(int fd, const char *name)
     }
     return strtoll(p + strlen(want), NULL, 10);
 }
+
+/* ------------------------------------------------------- kura tool runs */
+
+int
+harness_tool_spawn(struct harness_tool *t, const char *const *args)
+{
+    const char *argv[HARNESS_MAX_ARGS + 2];
+    const char *tool = getenv("KURA_TOOL");
+    int out[2];
+    int err[2];
+    int n = 0;
+
+    memset(t, 0, sizeof(*t));
+    t->out_fd = t->err_fd = -1;
+    argv[n++] = tool != NULL ? tool : "tools/kura";
+    for (int i = 0; args[i] != NULL && n <= HARNESS_MAX_ARGS; i++) {
+        argv[n++] = args[i];
+    }
+    argv[n] = NULL;
+    if (pipe(out) != 0) {
+        return -1;
+    }
+    if (pipe(err) != 0) {
+        close(out[0]);
+        close(out[1]);
+        return -1;
+    }
+    pid_t parent = getpid();
+    t->pid = fork();
+    if (t->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) {
+            _exit(127);
+        }
+        dup2(out[1], STDOUT_FILENO);
+        dup2(err[1], STDERR_FILENO);
+        close(out[0]);
+        close(out[1]);
+        close(err[0]);
+        close(err[1]);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    if (t->pid < 0) {
+        close(out[0]);
+        close(err[0]);
+        return -1;
+    }
+    t->out_fd = out[0];
+    t->err_fd = err[0];
+    fcntl(t->out_fd, F_SETFL, O_NONBLOCK);
+    fcntl(t->err_fd, F_SETFL, O_NONBLOCK);
+    return 0;
+}
+
+/* Reads what `fd` holds now onto buf[*len], keeping a NUL after it. */
+static void
+_tool_drain(int fd, char *buf, size_t *len)
+{
+    ssize_t n;
+    while (*len + 1 < HARNESS_TOOL_OUT_CAP &&
+           (n = read(fd, buf + *len, HARNESS_TOOL_OUT_CAP - 1 - *len)) > 0) {
+        *len += (size_t)n;
+    }
+    buf[*len] = '\0';
+}
+
+int
+harness_tool_finish(struct harness_tool *t, int timeout_ms)
+{
+    uint64_t deadline = harness_now_ms() + (uint64_t)timeout_ms;
+    int status;
+    int rc = -1;
+
+    for (;;) {
+        struct pollfd pfd[2] = {{.fd = t->out_fd, .events = POLLIN},
+                                {.fd = t->err_fd, .events = POLLIN}};
+        poll(pfd, 2, 20);
+        _tool_drain(t->out_fd, t->out, &t->out_len);
+        _tool_drain(t->err_fd, t->err, &t->err_len);
+        if (waitpid(t->pid, &status, WNOHANG) == t->pid) {
+            rc = WIFEXITED(status) ? WEXITSTATUS(status)
+                                   : 128 + WTERMSIG(status);
+            break;
+        }
+        if (harness_now_ms() >= deadline) {
+            kill(t->pid, SIGKILL);
+            waitpid(t->pid, &status, 0);
+            break;
+        }
+    }
+    _tool_drain(t->out_fd, t->out, &t->out_len);
+    _tool_drain(t->err_fd, t->err, &t->err_len);
+    close(t->out_fd);
+    close(t->err_fd);
+    t->out_fd = t->err_fd = -1;
+    return rc;
+}
+
+int
+harness_tool_run(struct harness_tool *t, const char *const *args, int want,
+                 int timeout_ms)
+{
+    int rc = harness_tool_spawn(t, args) == 0
+                 ? harness_tool_finish(t, timeout_ms)
+                 : -1;
+    if (rc != want) {
+        fprintf(stderr, "kura %s exited %d, expected %d\n--- stdout\n%s"
+                        "--- stderr\n%s", args[0] != NULL ? args[0] : "",
+                rc, want, t->out, t->err);
+    }
+    return rc;
+}

@@ -131,4 +131,43 @@ long long kc_stat(int fd, const char *name);
 /* Resident set size of process `pid` in KiB, or -1. */
 long harness_rss_kb(pid_t pid);
 
+/* ------------------------------------------------------- kura tool runs */
+
+#define HARNESS_TOOL_OUT_CAP 65536
+
+/* A run of the `kura` tool: its pid and its output so far (each buffer
+ * NUL-terminated, what does not fit is dropped). */
+struct harness_tool {
+    pid_t pid;
+    int out_fd;
+    int err_fd;
+    char out[HARNESS_TOOL_OUT_CAP];
+    char err[HARNESS_TOOL_OUT_CAP];
+    size_t out_len;
+    size_t err_len;
+};
+
+/*
+ * Starts $KURA_TOOL (default tools/kura) with `args` (NULL terminated,
+ * without argv[0]), its standard output and error captured apart. The run
+ * is killed if the test process dies. Returns 0, or -1 if it could not be
+ * started.
+ */
+int harness_tool_spawn(struct harness_tool *t, const char *const *args);
+
+/*
+ * Waits up to `timeout_ms` for the run to end, collecting its output.
+ * Returns its exit status, 128 + the signal that ended it, or -1 if it
+ * was still running at the deadline (it is then killed).
+ */
+int harness_tool_finish(struct harness_tool *t, int timeout_ms);
+
+/*
+ * Spawns and finishes a run. Returns its status as harness_tool_finish()
+ * does (-1 also if it could not start), and prints its output to
+ * standard error when the status is not `want`.
+ */
+int harness_tool_run(struct harness_tool *t, const char *const *args,
+                     int want, int timeout_ms);
+
 #endif

@@ -20,16 +20,11 @@
 
 #include "conn.h"
 #include "engine_fixture.h"
-#include "settings.h"
-#include "snapshot.h"
 #include "unit_main.h"
 
 static struct engine_fixture fx;
-static struct settings settings;
 static struct stats_counters counters;
-static struct access_table recent;
-static struct auth auth;
-static struct process_env env;
+static struct process_fixture pf;
 static struct process_ctx pctx;
 static struct event_base *base;
 static struct conn_host host;
@@ -41,26 +36,6 @@ static char sent[8192];       /* what the client received */
 static size_t nsent;
 static unsigned sends;        /* send calls that carried bytes */
 static int client = -1;       /* the client's end of the pipe */
-
-static void
-_snapshot(void *arg, struct stats_snapshot *s)
-{
-    (void)arg;
-    memset(s, 0, sizeof(*s));
-}
-
-static void
-_no_reset(void *arg)
-{
-    (void)arg;
-}
-
-static void
-_no_verbosity(void *arg, uint32_t level)
-{
-    (void)arg;
-    (void)level;
-}
 
 static uint64_t
 _durable(void *arg)
@@ -92,27 +67,12 @@ _capture(void *arg, int fd, const void *data, size_t len)
 static void
 _setup(void)
 {
-    static const char *const argv[] = {"kurad", "-itemmax", "2k", "*", NULL};
-    char err[512];
-
     engine_fixture_setup(&fx);
     engine_fixture_open_store(&fx, "t.tch");
     engine_fixture_start(&fx);
-    settings_init(&settings);
-    ck_assert_int_eq(settings_parse(&settings, 4, (char **)argv, err,
-                                    sizeof(err)),
-                     SETTINGS_OK);
+    engine_fixture_process_setup(&fx, &pf);
     memset(&counters, 0, sizeof(counters));
-    ck_assert_int_eq(access_init(&recent, 10), 0);
-    memset(&auth, 0, sizeof(auth));
-    env = (struct process_env){.eng = &fx.eng,
-                               .settings = &settings,
-                               .snapshot = _snapshot,
-                               .reset = _no_reset,
-                               .set_verbosity = _no_verbosity,
-                               .auth = &auth,
-                               .access = &recent};
-    pctx = (struct process_ctx){.env = &env, .batch = &fx.batch,
+    pctx = (struct process_ctx){.env = &pf.env, .batch = &fx.batch,
                                 .stats = &counters};
     base = event_base_new();
     ck_assert_ptr_nonnull(base);
@@ -121,7 +81,7 @@ _setup(void)
     host.pctx = &pctx;
     host.limits = (struct proto_limits){.max_line = PROTO_MAX_LINE_DEFAULT,
                                         .max_get_line = 1 << 20,
-                                        .item_max = settings.item_max};
+                                        .item_max = pf.settings.item_max};
     host.watermark = 1 << 20;
     host.stats = &counters;
     host.curr_conns = &curr_conns;
@@ -145,8 +105,7 @@ _teardown(void)
     }
     event_base_free(base);
     engine_fixture_teardown(&fx);
-    access_deinit(&recent);
-    auth_free(&auth);
+    engine_fixture_process_teardown(&pf);
 }
 
 /* Opens a connection whose requests the test writes to `client`. */

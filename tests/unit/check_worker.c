@@ -20,8 +20,6 @@
 #include <unistd.h>
 
 #include "engine_fixture.h"
-#include "settings.h"
-#include "snapshot.h"
 #include "unit_main.h"
 #include "util.h"
 #include "worker.h"
@@ -30,10 +28,7 @@
 #define MAX_CLIENTS 300
 
 static struct engine_fixture fx;
-static struct settings settings;
-static struct access_table recent;
-static struct auth auth;
-static struct process_env env;
+static struct process_fixture pf;
 static struct worker_shared shared;
 static struct worker w;
 static bool w_ready;
@@ -48,26 +43,6 @@ static unsigned stored;          /* "STORED" replies */
 static unsigned versions;        /* "VERSION" replies */
 static uint64_t durable_at_store; /* the log's durable lsn at the first */
 static bool applied_at_store;    /* the store held "k" at the first */
-
-static void
-_snapshot(void *arg, struct stats_snapshot *s)
-{
-    (void)arg;
-    memset(s, 0, sizeof(*s));
-}
-
-static void
-_no_reset(void *arg)
-{
-    (void)arg;
-}
-
-static void
-_no_verbosity(void *arg, uint32_t level)
-{
-    (void)arg;
-    (void)level;
-}
 
 /* Records what a reply carried and, for the first STORED, what the log
  * and the store held at that moment. */
@@ -130,36 +105,21 @@ _log_stats(void)
 static void
 _setup(void)
 {
-    static const char *const argv[] = {"kurad", "-itemmax", "2k", "*", NULL};
-    char err[512];
-
     engine_fixture_setup(&fx);
     engine_fixture_open_store(&fx, "t.tch");
     engine_fixture_open_ulog(&fx, ULOG_FSYNC_ALWAYS, 64u << 20);
     engine_fixture_start(&fx);
     fx.eng.apply_after_sync = true; /* as the server sets it (T8) */
-    settings_init(&settings);
-    ck_assert_int_eq(settings_parse(&settings, 4, (char **)argv, err,
-                                    sizeof(err)),
-                     SETTINGS_OK);
-    ck_assert_int_eq(settings.fsync, ULOG_FSYNC_ALWAYS);
-    ck_assert_int_eq(access_init(&recent, 10), 0);
-    memset(&auth, 0, sizeof(auth));
-    env = (struct process_env){.eng = &fx.eng,
-                               .settings = &settings,
-                               .snapshot = _snapshot,
-                               .reset = _no_reset,
-                               .set_verbosity = _no_verbosity,
-                               .auth = &auth,
-                               .access = &recent};
+    engine_fixture_process_setup(&fx, &pf);
+    ck_assert_int_eq(pf.settings.fsync, ULOG_FSYNC_ALWAYS);
     memset(&shared, 0, sizeof(shared));
-    shared.penv = &env;
+    shared.penv = &pf.env;
     shared.eng = &fx.eng;
     shared.ulog = fx.ulog;
     shared.log = &fx.log;
     shared.limits = (struct proto_limits){.max_line = PROTO_MAX_LINE_DEFAULT,
                                           .max_get_line = 1 << 20,
-                                          .item_max = settings.item_max};
+                                          .item_max = pf.settings.item_max};
     shared.watermark = 1 << 20;
     shared.send = _capture;
     ck_assert_int_eq(worker_init(&w, 0, &shared), 0);
@@ -186,8 +146,7 @@ _teardown(void)
         close(clients[i]);
     }
     engine_fixture_teardown(&fx);
-    access_deinit(&recent);
-    auth_free(&auth);
+    engine_fixture_process_teardown(&pf);
 }
 
 /* Hands the worker a connection whose first requests are `text`. Returns
@@ -225,7 +184,10 @@ _wait_for_a_later_pass(void)
     WAIT_FOR(_versions() > before);
 }
 
-START_TEST(test_t3_t8_a_set_is_answered_only_once_durable_and_applied)
+/* Starts the worker and sets k; returns the set's lsn once the pass that
+ * logged it has ended without an answer, as nothing is synced yet. */
+static uint64_t
+_set_k_unanswered(void)
 {
     ck_assert_int_eq(worker_start(&w), 0);
     (void)_connect("set k 0 0 1\r\nv\r\n");
@@ -233,6 +195,12 @@ START_TEST(test_t3_t8_a_set_is_answered_only_once_durable_and_applied)
     uint64_t lsn = _log_stats().last_lsn;
     _wait_for_a_later_pass();
     ck_assert_uint_eq(_stored(), 0);
+    return lsn;
+}
+
+START_TEST(test_t3_t8_a_set_is_answered_only_once_durable_and_applied)
+{
+    uint64_t lsn = _set_k_unanswered();
     ck_assert_uint_lt(ulog_durable_lsn(fx.ulog), lsn);
 
     ck_assert_int_eq(ulog_wait_durable(fx.ulog, lsn), ULOG_OK);
@@ -279,13 +247,7 @@ END_TEST
 
 START_TEST(test_stop_answers_what_was_read_once_durable_then_closes)
 {
-    ck_assert_int_eq(worker_start(&w), 0);
-    (void)_connect("set k 0 0 1\r\nv\r\n");
-    WAIT_FOR(_log_stats().records == 1);
-    uint64_t lsn = _log_stats().last_lsn;
-    _wait_for_a_later_pass();
-    ck_assert_uint_eq(_stored(), 0);
-
+    uint64_t lsn = _set_k_unanswered();
     worker_stop(&w);
     worker_join(&w);
     ck_assert_uint_eq(_stored(), 1);

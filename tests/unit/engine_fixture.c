@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "dbspec.h"
+#include "snapshot.h"
 
 #define FIXTURE_SCRATCH 4096
 
@@ -166,4 +167,54 @@ engine_fixture_stored(struct engine_fixture *f, const char *key,
     snprintf(out, cap, "%.*s", (int)vlen, (const char *)v);
     store_value_release(&sv);
     return true;
+}
+
+static void
+_no_snapshot(void *arg, struct stats_snapshot *s)
+{
+    (void)arg;
+    memset(s, 0, sizeof(*s));
+}
+
+static void
+_no_reset(void *arg)
+{
+    (void)arg;
+}
+
+static void
+_no_verbosity(void *arg, uint32_t level)
+{
+    (void)arg;
+    (void)level;
+}
+
+void
+engine_fixture_process_setup(struct engine_fixture *f,
+                             struct process_fixture *p)
+{
+    static const char *const argv[] = {"kurad", "-itemmax", "2k", "*", NULL};
+    char err[512];
+
+    ck_assert(f->eng_ready);
+    memset(p, 0, sizeof(*p));
+    settings_init(&p->settings);
+    ck_assert_int_eq(settings_parse(&p->settings, 4, (char **)argv, err,
+                                    sizeof(err)),
+                     SETTINGS_OK);
+    ck_assert_int_eq(access_init(&p->recent, 10), 0);
+    p->env = (struct process_env){.eng = &f->eng,
+                                  .settings = &p->settings,
+                                  .snapshot = _no_snapshot,
+                                  .reset = _no_reset,
+                                  .set_verbosity = _no_verbosity,
+                                  .auth = &p->auth,
+                                  .access = &p->recent};
+}
+
+void
+engine_fixture_process_teardown(struct process_fixture *p)
+{
+    access_deinit(&p->recent);
+    auth_free(&p->auth);
 }

@@ -1,9 +1,10 @@
 /*
  * engine_fixture: a database, an optional update log and a write path in
  * a temporary directory, for the unit suites that drive modules sitting
- * on the write path (recovery, sweeper). No sockets and no threads: the
- * log's sync thread is not started, so use the "never" policy unless a
- * test asks for durability itself.
+ * on the write path (recovery, sweeper, conn, worker), and the request
+ * processing environment over it. No sockets and no threads: the log's
+ * sync thread is not started, so use the "never" policy unless a test
+ * asks for durability itself (ulog_wait_durable() then syncs).
  *
  * Every call fails the running Check test on error, so callers need no
  * error handling.
@@ -15,9 +16,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "access.h"
+#include "auth.h"
 #include "clock.h"
 #include "log.h"
+#include "process.h"
 #include "record.h"
+#include "settings.h"
 #include "store.h"
 #include "txn.h"
 #include "ulog.h"
@@ -78,6 +83,26 @@ void engine_fixture_remove(struct engine_fixture *f, const char *key);
  */
 bool engine_fixture_stored(struct engine_fixture *f, const char *key,
                            struct record_meta *m, char *out, size_t cap);
+
+/*
+ * What process.c needs to serve requests over a fixture's engine:
+ * settings as from `kurad -itemmax 2k` (so the defaults, -fsync always
+ * among them), no authentication, and server-wide callbacks that do
+ * nothing (stats print zeros).
+ */
+struct process_fixture {
+    struct settings settings;
+    struct access_table recent;
+    struct auth auth;
+    struct process_env env;
+};
+
+/* Sets `p` up over `f`'s engine, which must be started. */
+void engine_fixture_process_setup(struct engine_fixture *f,
+                                  struct process_fixture *p);
+
+/* Frees what engine_fixture_process_setup() allocated. */
+void engine_fixture_process_teardown(struct process_fixture *p);
 
 /* Path of the file `name` in the fixture's directory, in `out`. */
 void engine_fixture_path(const struct engine_fixture *f, const char *name,
