@@ -16,19 +16,16 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "netio.h"
+#include "pipeconn.h"
+#include "text_reply.h"
 #include "util.h"
 
 #define FILE_BUF_INITIAL ((size_t)8 << 20)
@@ -42,13 +39,7 @@
 #define GEN_SPREAD_S (30 * 86400)        /* last-login times: 30 days */
 
 struct lconn {
-    int fd;
-    char *wbuf;
-    size_t wlen;
-    size_t woff;
-    size_t wcap;
-    char rbuf[RBUF_SIZE];
-    size_t rlen;
+    struct pipeconn pc;
     uint64_t *lineno;        /* ring of `window`: line of each set in flight */
     int head;
     int inflight;
@@ -229,7 +220,7 @@ _arm(struct loader *ld, struct lconn *c, bool out)
     }
     struct epoll_event ev = {.events = EPOLLIN | (out ? EPOLLOUT : 0),
                              .data.ptr = c};
-    epoll_ctl(ld->ep, EPOLL_CTL_MOD, c->fd, &ev);
+    epoll_ctl(ld->ep, EPOLL_CTL_MOD, c->pc.fd, &ev);
     c->want_out = out;
 }
 
@@ -237,24 +228,12 @@ _arm(struct loader *ld, struct lconn *c, bool out)
 static int
 _flush(struct loader *ld, struct lconn *c)
 {
-    while (c->woff < c->wlen) {
-        ssize_t n = send(c->fd, c->wbuf + c->woff, c->wlen - c->woff,
-                         MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            if (errno == EAGAIN) {
-                _arm(ld, c, true);
-                return 0;
-            }
-            fprintf(stderr, "kura load: send: %s\n", strerror(errno));
-            return -1;
-        }
-        c->woff += (size_t)n;
+    int rc = pipeconn_flush(&c->pc);
+    if (rc < 0) {
+        fprintf(stderr, "kura load: send: %s\n", strerror(errno));
+        return -1;
     }
-    c->wlen = c->woff = 0;
-    _arm(ld, c, false);
+    _arm(ld, c, rc == 0);
     return 0;
 }
 
@@ -266,22 +245,11 @@ _queue(struct loader *ld, struct lconn *c, const struct record *rec)
     int hl = snprintf(head, sizeof(head), "set %.*s 0 %" PRId64 " %zu\r\n",
                       (int)rec->klen, rec->key, ld->o->exptime, rec->vlen);
     size_t need = (size_t)hl + rec->vlen + 2;
-    if (c->woff > 0 && c->woff == c->wlen) {
-        c->woff = c->wlen = 0;
-    }
-    if (c->wlen + need > c->wcap) {
-        size_t cap = c->wcap == 0 ? 65536 : c->wcap;
-        while (cap < c->wlen + need) {
-            cap *= 2;
-        }
-        c->wbuf = _xrealloc(c->wbuf, cap);
-        c->wcap = cap;
-    }
-    char *p = c->wbuf + c->wlen;
+    char *p = pipeconn_reserve(&c->pc, need);
     memcpy(p, head, (size_t)hl);
     memcpy(p + hl, rec->value, rec->vlen);
     memcpy(p + (size_t)hl + rec->vlen, "\r\n", 2);
-    c->wlen += need;
+    pipeconn_commit(&c->pc, need);
     c->lineno[(c->head + c->inflight) % ld->o->window] = rec->lineno;
     c->inflight++;
     ld->r->records++;
@@ -300,7 +268,8 @@ _feed(struct loader *ld)
         struct record *rec = &ld->rec;
         struct lconn *c = &ld->conns[util_hash(rec->key, rec->klen) %
                                      (uint64_t)ld->o->conns];
-        if (c->inflight == ld->o->window || c->wlen - c->woff >= WBUF_HIGH) {
+        if (c->inflight == ld->o->window ||
+            pipeconn_pending(&c->pc) >= WBUF_HIGH) {
             break;
         }
         _queue(ld, c, rec);
@@ -310,61 +279,66 @@ _feed(struct loader *ld)
         return -1;
     }
     for (int i = 0; i < ld->o->conns; i++) {
-        if (ld->conns[i].wlen > ld->conns[i].woff && !ld->conns[i].want_out &&
-            _flush(ld, &ld->conns[i]) != 0) {
+        if (pipeconn_pending(&ld->conns[i].pc) > 0 &&
+            !ld->conns[i].want_out && _flush(ld, &ld->conns[i]) != 0) {
             return -1;
         }
     }
     return rc == 0 ? 1 : 0;
 }
 
-/* Counts the complete replies in `c`'s read buffer. */
-static void
+/* Counts the complete replies in `c`'s read buffer: STORED, or an
+ * error charged to the set's line. -1 if the replies are garbled. */
+static int
 _parse_replies(struct loader *ld, struct lconn *c)
 {
     size_t off = 0;
+    int rc = 0;
     while (c->inflight > 0) {
-        char *start = c->rbuf + off;
-        char *nl = memchr(start, '\n', c->rlen - off);
-        if (nl == NULL) {
+        struct text_reply r;
+        enum text_reply_kind k = text_reply_next(
+            c->pc.in + off, c->pc.in_len - off, RBUF_SIZE, &r);
+        if (k == TEXT_REPLY_MORE) {
             break;
         }
-        size_t line = (size_t)(nl - start) + 1;
+        if (k == TEXT_REPLY_BAD) {
+            fprintf(stderr, "kura load: garbled reply\n");
+            rc = -1;
+            break;
+        }
         uint64_t lineno = c->lineno[c->head];
-        if (line == 8 && memcmp(start, "STORED\r\n", 8) == 0) {
+        if (k == TEXT_REPLY_LINE && text_reply_is(&r, "STORED")) {
             ld->r->stored++;
         } else {
-            _error(ld, lineno, "", start, line > 2 ? line - 2 : line);
+            _error(ld, lineno, "", r.line, r.line_len);
         }
         c->head = (c->head + 1) % ld->o->window;
         c->inflight--;
-        off += line;
+        off += r.len;
     }
-    memmove(c->rbuf, c->rbuf + off, c->rlen - off);
-    c->rlen -= off;
+    pipeconn_consume(&c->pc, off);
+    return rc;
 }
 
 /* Reads replies from `c`. -1 if the connection was lost or garbled. */
 static int
 _on_readable(struct loader *ld, struct lconn *c)
 {
-    if (c->rlen == RBUF_SIZE) {
+    ssize_t n = pipeconn_fill(&c->pc);
+    if (n == 0) {
+        return 0;
+    }
+    if (n < 0 && errno == ENOBUFS) {
         fprintf(stderr, "kura load: reply line too long\n");
         return -1;
     }
-    ssize_t n = recv(c->fd, c->rbuf + c->rlen, RBUF_SIZE - c->rlen, 0);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        return 0;
-    }
-    if (n <= 0) {
+    if (n < 0) {
         fprintf(stderr, "kura load: connection %s with %d sets in flight\n",
-                n == 0 ? "closed by the server" : strerror(errno),
+                errno == 0 ? "closed by the server" : strerror(errno),
                 c->inflight);
         return -1;
     }
-    c->rlen += (size_t)n;
-    _parse_replies(ld, c);
-    return 0;
+    return _parse_replies(ld, c);
 }
 
 static int
@@ -374,14 +348,14 @@ _connect_all(struct loader *ld)
     for (int i = 0; i < o->conns; i++) {
         struct lconn *c = &ld->conns[i];
         c->lineno = _xrealloc(NULL, (size_t)o->window * sizeof(uint64_t));
-        c->fd = netio_connect(o->host, o->port, 5000);
-        if (c->fd < 0 || util_set_nonblock(c->fd) != 0) {
+        if (pipeconn_open(&c->pc, o->host, o->port, 5000, RBUF_SIZE,
+                          RBUF_SIZE) != 0) {
             fprintf(stderr, "kura load: cannot connect to %s:%d: %s\n",
                     o->host, o->port, strerror(errno));
             return -1;
         }
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-        if (epoll_ctl(ld->ep, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
+        if (epoll_ctl(ld->ep, EPOLL_CTL_ADD, c->pc.fd, &ev) != 0) {
             return -1;
         }
     }
@@ -458,7 +432,7 @@ load_run(const struct load_opts *o, struct load_result *r)
         goto out;
     }
     for (int i = 0; i < o->conns; i++) {
-        ld.conns[i].fd = -1;
+        ld.conns[i].pc.fd = -1;
     }
     ld.ep = epoll_create1(EPOLL_CLOEXEC);
     uint64_t started = _now_ns();
@@ -473,10 +447,7 @@ load_run(const struct load_opts *o, struct load_result *r)
 out:
     if (ld.conns != NULL) {
         for (int i = 0; i < o->conns; i++) {
-            if (ld.conns[i].fd >= 0) {
-                close(ld.conns[i].fd);
-            }
-            free(ld.conns[i].wbuf);
+            pipeconn_close(&ld.conns[i].pc);
             free(ld.conns[i].lineno);
         }
         free(ld.conns);

@@ -20,10 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include "netio.h"
+#include "pipeconn.h"
+#include "text_reply.h"
 #include "util.h"
 
 #define READ_CHUNK ((size_t)1 << 20)
@@ -66,14 +66,7 @@ struct batch {
 };
 
 struct vconn {
-    int fd;
-    char *wbuf;
-    size_t wlen;
-    size_t woff;
-    size_t wcap;
-    char *rbuf;
-    size_t rlen;
-    size_t rcap;
+    struct pipeconn pc;
     struct batch q[VERIFY_DEPTH];   /* gets sent, oldest first */
     int qhead;
     int qlen;
@@ -346,25 +339,6 @@ _advance(const struct verify_acks *a, struct cursor *c)
     _seek(a, c);
 }
 
-static void
-_wreserve(struct vconn *c, size_t more)
-{
-    if (c->wlen + more <= c->wcap) {
-        return;
-    }
-    size_t cap = c->wcap == 0 ? 4096 : c->wcap;
-    while (cap < c->wlen + more) {
-        cap *= 2;
-    }
-    char *p = realloc(c->wbuf, cap);
-    if (p == NULL) {
-        fprintf(stderr, "kura verify: out of memory\n");
-        exit(1);
-    }
-    c->wbuf = p;
-    c->wcap = cap;
-}
-
 /* Queues one multi-key get for the next keys on `c`, if any are left. */
 static void
 _queue_batch(struct vrun *v, struct vconn *c)
@@ -383,21 +357,17 @@ _queue_batch(struct vrun *v, struct vconn *c)
         c->at = bt->start;
         c->accounted = 0;
     }
-    _wreserve(c, 3);
-    memcpy(c->wbuf + c->wlen, "get", 3);
-    c->wlen += 3;
+    pipeconn_append(&c->pc, "get", 3);
     while (bt->count < VERIFY_BATCH && !v->exhausted) {
-        _wreserve(c, KEY_MAX_LEN + 4);
-        c->wbuf[c->wlen++] = ' ';
-        _format_key(v->a, v->next.row, v->next.n, c->wbuf + c->wlen);
-        c->wlen += strlen(c->wbuf + c->wlen);
+        char *p = pipeconn_reserve(&c->pc, KEY_MAX_LEN + 4);
+        p[0] = ' ';
+        _format_key(v->a, v->next.row, v->next.n, p + 1);
+        pipeconn_commit(&c->pc, 1 + strlen(p + 1));
         bt->count++;
         v->next.n++;
         v->exhausted = !_seek(v->a, &v->next);
     }
-    _wreserve(c, 2);
-    memcpy(c->wbuf + c->wlen, "\r\n", 2);
-    c->wlen += 2;
+    pipeconn_append(&c->pc, "\r\n", 2);
     c->qlen++;
 }
 
@@ -497,101 +467,68 @@ _parse_replies(struct vrun *v, struct vconn *c)
     int rc = 0;
 
     while (c->qlen > 0) {
-        char *start = c->rbuf + off;
-        size_t avail = c->rlen - off;
-        char *nl = memchr(start, '\n', avail);
-        if (nl == NULL) {
+        const char *start = c->pc.in + off;
+        size_t avail = c->pc.in_len - off;
+        struct text_reply r;
+        enum text_reply_kind k = text_reply_next(start, avail,
+                                                 VERIFY_RBUF_MAX, &r);
+        if (k == TEXT_REPLY_MORE) {
             break;
         }
-        size_t line = (size_t)(nl - start) + 1;
-        if (line == 5 && memcmp(start, "END\r\n", 5) == 0) {
+        if (k == TEXT_REPLY_LINE && text_reply_is(&r, "END")) {
             _on_end(v, c);
-            off += line;
+            off += r.len;
             continue;
         }
-        /* VALUE <key> <flags> <bytes>\r\n<data>\r\n */
-        char *key = start + 6;
-        char *sp = line > 6 ? memchr(key, ' ', line - 6) : NULL;
-        char *bsp = memrchr(start, ' ', line);
-        uint64_t bytes;
-        if (line < 8 || memcmp(start, "VALUE ", 6) != 0 || nl[-1] != '\r' ||
-            sp == NULL || bsp == NULL || bsp <= sp ||
-            !util_parse_uint(bsp + 1, (size_t)(nl - 1 - (bsp + 1)),
-                             VERIFY_RBUF_MAX, &bytes)) {
+        if (k != TEXT_REPLY_VALUE) {
+            const char *nl = memchr(start, '\n', avail);
+            size_t line = (size_t)(nl - start);
             snprintf(v->r->error, sizeof(v->r->error),
                      "unexpected reply: %.*s", (int)(line > 80 ? 80 : line),
                      start);
             rc = -1;
             break;
         }
-        if (avail < line + bytes + 2) {
-            break;
-        }
-        if (memcmp(start + line + bytes, "\r\n", 2) != 0) {
-            snprintf(v->r->error, sizeof(v->r->error),
-                     "value not followed by \\r\\n");
-            rc = -1;
-            break;
-        }
-        if (_on_value(v, c, key, (size_t)(sp - key), start + line,
-                      (size_t)bytes) != 0) {
+        if (_on_value(v, c, r.key, r.klen, r.data, r.dlen) != 0) {
             snprintf(v->r->error, sizeof(v->r->error),
                      "reply for a key not asked for or out of order: %.*s",
-                     (int)(sp - key), key);
+                     (int)r.klen, r.key);
             rc = -1;
             break;
         }
-        off += line + bytes + 2;
+        off += r.len;
     }
-    memmove(c->rbuf, c->rbuf + off, c->rlen - off);
-    c->rlen -= off;
+    pipeconn_consume(&c->pc, off);
     return rc;
 }
 
 static int
 _on_readable(struct vrun *v, struct vconn *c)
 {
-    if (c->rlen == c->rcap) {
-        size_t cap = c->rcap == 0 ? VERIFY_RBUF_INITIAL : c->rcap * 2;
-        char *p = cap <= VERIFY_RBUF_MAX ? realloc(c->rbuf, cap) : NULL;
-        if (p == NULL) {
-            snprintf(v->r->error, sizeof(v->r->error),
-                     "a reply too large to buffer");
-            return -1;
-        }
-        c->rbuf = p;
-        c->rcap = cap;
-    }
-    ssize_t n = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+    ssize_t n = pipeconn_fill(&c->pc);
+    if (n == 0) {
         return 0;
     }
-    if (n <= 0) {
-        snprintf(v->r->error, sizeof(v->r->error), "connection %s",
-                 n == 0 ? "closed by the server" : strerror(errno));
+    if (n < 0) {
+        snprintf(v->r->error, sizeof(v->r->error), "%s%s",
+                 errno == ENOBUFS ? "a reply too large to buffer"
+                                  : "connection ",
+                 errno == ENOBUFS ? ""
+                 : errno == 0     ? "closed by the server"
+                                  : strerror(errno));
         return -1;
     }
-    c->rlen += (size_t)n;
     return _parse_replies(v, c);
 }
 
 static int
 _on_writable(struct vrun *v, struct vconn *c)
 {
-    while (c->woff < c->wlen) {
-        ssize_t n = send(c->fd, c->wbuf + c->woff, c->wlen - c->woff,
-                         MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EINTR) {
-                return 0;
-            }
-            snprintf(v->r->error, sizeof(v->r->error), "send: %s",
-                     strerror(errno));
-            return -1;
-        }
-        c->woff += (size_t)n;
+    if (pipeconn_flush(&c->pc) < 0) {
+        snprintf(v->r->error, sizeof(v->r->error), "send: %s",
+                 strerror(errno));
+        return -1;
     }
-    c->wlen = c->woff = 0;
     return 0;
 }
 
@@ -607,9 +544,9 @@ _drive(struct vrun *v, struct vconn *conns, int nconns)
             while (conns[i].qlen < VERIFY_DEPTH && !v->exhausted) {
                 _queue_batch(v, &conns[i]);
             }
-            pfd[i].fd = conns[i].fd;
+            pfd[i].fd = conns[i].pc.fd;
             pfd[i].events = POLLIN;
-            if (conns[i].wlen > conns[i].woff) {
+            if (pipeconn_pending(&conns[i].pc) > 0) {
                 pfd[i].events |= POLLOUT;
             }
             busy = busy || conns[i].qlen > 0;
@@ -652,8 +589,11 @@ verify_server(const struct verify_acks *a, const char *host, int port,
     memset(conns, 0, sizeof(conns));
     r->keys = a->keys;
     for (int i = 0; i < VERIFY_CONNS; i++) {
-        conns[i].fd = netio_connect(host, port, 5000);
-        if (conns[i].fd < 0 || util_set_nonblock(conns[i].fd) != 0) {
+        conns[i].pc.fd = -1;
+    }
+    for (int i = 0; i < VERIFY_CONNS; i++) {
+        if (pipeconn_open(&conns[i].pc, host, port, 5000,
+                          VERIFY_RBUF_INITIAL, VERIFY_RBUF_MAX) != 0) {
             snprintf(r->error, sizeof(r->error), "cannot connect: %s",
                      strerror(errno));
             rc = -1;
@@ -664,11 +604,7 @@ verify_server(const struct verify_acks *a, const char *host, int port,
         rc = _drive(&v, conns, VERIFY_CONNS);
     }
     for (int i = 0; i < VERIFY_CONNS; i++) {
-        if (conns[i].fd >= 0) {
-            close(conns[i].fd);
-        }
-        free(conns[i].wbuf);
-        free(conns[i].rbuf);
+        pipeconn_close(&conns[i].pc);
     }
     r->failed = rc != 0;
     return rc;
