@@ -54,9 +54,12 @@ hist_percentile(const struct hist *h, double pct)
     if (h->n == 0) {
         return 0;
     }
+    if (target == 0) { /* pct 0: the smallest sample's bucket */
+        target = 1;
+    }
     for (int b = 0; b < HIST_BUCKETS; b++) {
         seen += h->counts[b];
-        if (seen >= target && target > 0) {
+        if (seen >= target) {
             uint64_t v = _bucket_value(b);
             return v < h->max ? v : h->max;
         }

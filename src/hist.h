@@ -26,7 +26,12 @@ void hist_reset(struct hist *h);
 /* Records one value. */
 void hist_add(struct hist *h, uint64_t v);
 
-/* The value below which `pct` percent of the samples fall (0 if empty). */
+/*
+ * The value at or below which `pct` (0-100) percent of the samples fall:
+ * the lower bound of that sample's bucket, so within about 3% below the
+ * exact value, never above it; pct 0 gives the smallest sample's bucket.
+ * Returns 0 if `h` is empty.
+ */
 uint64_t hist_percentile(const struct hist *h, double pct);
 
 #endif
