@@ -5,6 +5,7 @@
  * exact one, across the whole range of values, and never above the maximum.
  */
 #include <check.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -24,7 +25,7 @@ _cmp_u64(const void *a, const void *b)
 static uint64_t
 _exact(const uint64_t *sorted, size_t n, double pct)
 {
-    size_t rank = (size_t)((double)n * pct / 100.0 + 0.999999);
+    size_t rank = (size_t)ceil((double)n * pct / 100.0);
 
     if (rank == 0) {
         rank = 1;
