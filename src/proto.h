@@ -199,7 +199,9 @@ struct proto_request {
     /* The key of single-key commands; the first key of the get family. */
     const char *key;
     size_t nkey;
-    /* get/gets/gat/gats: all keys, separated by one or more spaces. */
+    /* get/gets/gat/gats: all keys, separated by one or more spaces (text
+     * only; a binary or meta request has exactly one key, `key`, which may
+     * hold any byte). */
     const char *keys;
     size_t keys_len;
     uint32_t nkeys;
@@ -281,7 +283,10 @@ enum proto_status proto_parse(struct proto_parser *p, const char *buf,
 /*
  * Iterates over the keys of a get-family request. `*pos` starts at 0.
  * Returns false when there are no more keys; otherwise sets `*key` and
- * `*nkey`. The keys were validated by proto_parse().
+ * `*nkey`. The keys were validated by proto_parse(). A text request's
+ * keys are split at spaces; a binary or meta request yields its one key
+ * whole, whatever bytes it holds. `*pos` reaches `req->keys_len` (or 1
+ * for an empty key list) after the last key.
  */
 bool proto_next_key(const struct proto_request *req, size_t *pos,
                     const char **key, size_t *nkey);

@@ -147,6 +147,17 @@ proto_next_key(const struct proto_request *req, size_t *pos,
 {
     size_t i = *pos;
 
+    if (req->kind != PROTO_KIND_TEXT) {
+        /* A binary or meta key is length-prefixed or decoded: any byte,
+         * a space included, belongs to the one key. */
+        if (i > 0 || req->nkey == 0) {
+            return false;
+        }
+        *key = req->key;
+        *nkey = req->nkey;
+        *pos = req->keys_len > 0 ? req->keys_len : 1;
+        return true;
+    }
     while (i < req->keys_len && req->keys[i] == ' ') {
         i++;
     }

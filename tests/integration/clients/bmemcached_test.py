@@ -140,7 +140,30 @@ def main():
             time.sleep(0.1)
         expect(mc.get(p + "ttl") is None, "still there 15 s after its TTL")
 
+    def issue_28_key_with_spaces():
+        # The client reads replies in order: a request answered twice
+        # shifts every later reply onto the wrong request. Each reply is
+        # checked, on one connection, in the order the issue saw them.
+        expect(mc.set("alice", "ALICE-DATA"), "set alice")
+        expect(mc.set("bob", "BOB-DATA"), "set bob")
+        mc.delete("x y")
+        expect(mc.get("x y") is None, "get of a missing 'x y'")
+        expect(mc.get("bob") == "BOB-DATA", "get bob after 'x y'")
+        expect(mc.get("alice") == "ALICE-DATA", "get alice after 'x y'")
+        expect(mc.set("carol", "CAROL-DATA"), "set carol")
+        expect(mc.get("carol") == "CAROL-DATA", "get carol")
+        for k in ("x y", "a  b", " lead", "trail ", "tab\there",
+                  "a key with spaces"):
+            expect(mc.set(k, "V:" + k), "set of %r" % k)
+            expect(mc.get(k) == "V:" + k, "get of %r" % k)
+            expect(mc.get("alice") == "ALICE-DATA",
+                   "get alice after %r" % k)
+        expect(mc.delete("x y"), "delete of 'x y'")
+        expect(mc.get("x y") is None, "'x y' is gone")
+        expect(mc.get("bob") == "BOB-DATA", "get bob at the end")
+
     run("set/get", set_get)
+    run("issue 28: keys with spaces, one reply each", issue_28_key_with_spaces)
     run("serialised object (flags)", serialised)
     run("add/replace", add_replace)
     run("cas", cas)

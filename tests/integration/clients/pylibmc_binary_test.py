@@ -177,6 +177,22 @@ def main():
     c.run("add/replace", add_replace)
     c.run("cas", cas)
     c.run("incr/decr (floor at 0)", incr_decr)
+    def issue_28_utf8_key_with_spaces():
+        # pylibmc's own tests/test_client.py::test_utf8_encoding: a binary
+        # key may hold spaces; the text protocol cannot name it.
+        if not binary:
+            return
+        k = ("a key with a replacement character \ufffd and something "
+             "non-BMP \U0001f4a3")
+        expect(mc.set(k, 0), "set of a key with spaces")
+        expect(mc.get(k.encode("utf-8")) == 0,
+               "get of a key with spaces returned %r" % mc.get(k))
+        expect(mc.set("a key with spaces", 7), "set")
+        expect(mc.get("a key with spaces") == 7, "get")
+        expect(mc.get_multi(["a key with spaces", p + "k"]) ==
+               {"a key with spaces": 7, p + "k": 12345},
+               "get_multi of a key with spaces")
+
     c.run("delete", delete)
     c.run("100-key multi-get", multi_get)
     c.run("500 KB value", big_value)
@@ -194,6 +210,9 @@ def main():
         expect(results["touch"] == "kept", "touch did not extend the TTL")
 
     c.run("TTL expiry", ttl)
+    if binary:
+        c.run("issue 28: a binary key with spaces (test_utf8_encoding)",
+              issue_28_utf8_key_with_spaces)
     c.run("touch extends the TTL", touch)
     print("%d passed, %d failed" % (c.passed, c.failed))
     return 1 if c.failed else 0
