@@ -18,6 +18,13 @@
  *                "get k1 .. kN", binary N quiet getkq and a noop, meta N
  *                "mg <key> v q k" and "mn"; a miss answers nothing, and
  *                the request is done at the end marker
+ *   --zipf S     keys drawn from a Zipf distribution of exponent S (0.99 in
+ *                YCSB) over the key space, computed as Gray et al.'s
+ *                "Quickly generating billion-record synthetic databases"
+ *                does; rank r is key mix(r) mod keyspace, so the hot keys
+ *                are scattered over the database, not stored side by side
+ *   --fresh N    every set stores a key never stored before: <prefix>N,
+ *                <prefix>N+1, ... (inserts into a database holding 0..N-1)
  *   --ack-log    own keys: connection i writes only <prefix>c<i>:<n>, each
  *                value is the write's sequence number on that connection,
  *                and every acknowledged write (STORED, HD, a binary
@@ -135,6 +142,11 @@ struct bench {
     bool own_keys;          /* --ack-log mode */
     size_t value_size;      /* o->value_size, at least 10 in own-keys mode */
     struct acklog ack;
+    uint64_t next_fresh;    /* --fresh: the next key to insert */
+    double zipf_zetan;      /* --zipf: the constants of Gray et al. */
+    double zipf_alpha;
+    double zipf_eta;
+    double zipf_half;       /* 1 + 0.5^s */
 };
 
 static uint64_t
@@ -153,6 +165,62 @@ _rand(struct bench *b)
     b->rng ^= b->rng << 25;
     b->rng ^= b->rng >> 27;
     return b->rng * 2685821657736338717ULL;
+}
+
+/* A uniform double in [0, 1). */
+static double
+_rand01(struct bench *b)
+{
+    return (double)(_rand(b) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* splitmix64's finaliser: scatters Zipf ranks over the key space. */
+static uint64_t
+_mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* Gray et al.'s constants for n keys and exponent s (one pass over n). */
+static void
+_zipf_setup(struct bench *b, uint64_t n, double s)
+{
+    double zetan = 0;
+    for (uint64_t i = 1; i <= n; i++) {
+        zetan += 1.0 / pow((double)i, s);
+    }
+    double zeta2 = 1.0 + 1.0 / pow(2.0, s);
+    b->zipf_zetan = zetan;
+    b->zipf_alpha = 1.0 / (1.0 - s);
+    b->zipf_eta = (1.0 - pow(2.0 / (double)n, 1.0 - s)) /
+                  (1.0 - zeta2 / zetan);
+    b->zipf_half = 1.0 + pow(0.5, s);
+}
+
+/* The index of the next key read or written, in [0, keyspace). */
+static uint64_t
+_key_index(struct bench *b)
+{
+    uint64_t n = b->o->keyspace;
+    if (b->o->zipf <= 0) {
+        return _rand(b) % n;
+    }
+    double u = _rand01(b);
+    double uz = u * b->zipf_zetan;
+    uint64_t rank;
+    if (uz < 1.0) {
+        rank = 0;
+    } else if (uz < b->zipf_half) {
+        rank = 1;
+    } else {
+        rank = (uint64_t)((double)n *
+                          pow(b->zipf_eta * u - b->zipf_eta + 1.0,
+                              b->zipf_alpha));
+    }
+    return _mix(rank) % n;
 }
 
 /* realloc() that gives up on the whole run: a load generator out of memory
@@ -310,7 +378,7 @@ _read_key(struct bench *b, const struct bconn *c, char *key)
         return _own_key(b, c->idx, _rand(b) % (span > 0 ? span : 1), key);
     }
     return (size_t)snprintf(key, KEY_CAP, "%s%" PRIu64, o->prefix,
-                            _rand(b) % o->keyspace);
+                            _key_index(b));
 }
 
 /* Makes room for `need` more bytes in `c`'s write buffer. */
@@ -370,8 +438,9 @@ _queue_request(struct bench *b, struct bconn *c)
             seq = ++c->last_seq;
             klen = _own_key(b, c->idx, (seq - 1) % o->own_keys, key);
         } else {
+            uint64_t k = o->fresh ? b->next_fresh++ : _key_index(b);
             klen = (size_t)snprintf(key, sizeof(key), "%s%" PRIu64,
-                                    o->prefix, _rand(b) % o->keyspace);
+                                    o->prefix, k);
         }
         _queue_set(b, c, key, klen, seq);
     } else if (o->multiget == 0) {
@@ -715,6 +784,10 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
     b.rng = 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
     b.ack.fd = -1;
     b.value_size = o->value_size;
+    b.next_fresh = o->fresh_from;
+    if (o->zipf > 0) {
+        _zipf_setup(&b, o->keyspace, o->zipf);
+    }
     if (o->pipeline > MAX_PIPELINE || _fit_fd_limit(o->conns) != 0) {
         return -1;
     }

@@ -24,6 +24,14 @@ struct bench_opts {
                             * once (text get k1..kN, binary getkq..noop,
                             * meta mg..q..mn); 0: one key per get */
     uint64_t keyspace;     /* keys are <prefix><0..keyspace-1> */
+    double zipf;           /* > 0: keys follow a Zipf distribution of this
+                            * exponent over the key space, its ranks
+                            * scattered over the keys (YCSB's scrambled
+                            * Zipf); 0: uniform */
+    bool fresh;            /* sets store keys no run used yet:
+                            * <prefix><fresh_from>, <prefix><fresh_from+1>,
+                            * ... in order, each once */
+    uint64_t fresh_from;
     const char *prefix;    /* key prefix, "u:" by default */
     int read_pct;          /* percentage of gets */
     size_t value_size;     /* 10 = a 10-digit timestamp */

@@ -26,7 +26,8 @@ _usage(void)
     fputs("usage: kura bench [--host H] [--port P] [--conns N] "
           "[--pipeline D]\n"
           "                  [--proto text|binary|meta] [--multiget N]\n"
-          "                  [--keyspace K] [--prefix S] [--reads PCT]\n"
+          "                  [--keyspace K] [--zipf S] [--fresh N]\n"
+          "                  [--prefix S] [--reads PCT]\n"
           "                  [--value-size B] [--duration SEC | --ops N]\n"
           "                  [--connect [--quit]] [--json] [--lag-to PORT]\n"
           "                  [--ack-log FILE [--own-keys K]]\n",
@@ -93,6 +94,8 @@ bench_cmd(int argc, char **argv)
         {"own-keys", required_argument, NULL, 'K'},
         {"proto", required_argument, NULL, 'P'},
         {"multiget", required_argument, NULL, 'M'},
+        {"zipf", required_argument, NULL, 'Z'},
+        {"fresh", required_argument, NULL, 'F'},
         {NULL, 0, NULL, 0},
     };
     struct bench_opts o = {
@@ -148,6 +151,15 @@ bench_cmd(int argc, char **argv)
             break;
         case 'M': ok = _int(optarg, 1000, &o.multiget) && o.multiget >= 1;
             break;
+        case 'Z': {
+            /* 1 itself has no closed form in Gray et al.'s method. */
+            char *end;
+            o.zipf = strtod(optarg, &end);
+            ok = end != optarg && *end == '\0' && o.zipf > 0 &&
+                 o.zipf < 1;
+            break;
+        }
+        case 'F': ok = _u64(optarg, &o.fresh_from); o.fresh = true; break;
         default: _usage(); return 2;
         }
         if (!ok) {

@@ -475,9 +475,14 @@ _mix(uint64_t x)
 }
 
 int
-load_generate(const char *path, uint64_t n, int64_t start_time, char *err,
-              size_t errlen)
+load_generate(const char *path, uint64_t n, int64_t start_time,
+              size_t value_size, char *err, size_t errlen)
 {
+    if (value_size > LOAD_VALUE_MAX) {
+        snprintf(err, errlen, "values of at most %zu bytes", LOAD_VALUE_MAX);
+        return -1;
+    }
+    size_t pad = value_size > 10 ? value_size - 10 : 0;
     if (start_time < GEN_SPREAD_S || start_time > 9999999999LL) {
         snprintf(err, errlen, "start time %" PRId64 " out of range",
                  start_time);
@@ -491,7 +496,8 @@ load_generate(const char *path, uint64_t n, int64_t start_time, char *err,
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
-    char *buf = malloc(GEN_BUF_SIZE);
+    size_t bufsize = GEN_BUF_SIZE + pad;
+    char *buf = malloc(bufsize);
     if (buf == NULL) {
         snprintf(err, errlen, "out of memory");
         if (!to_stdout) {
@@ -503,7 +509,7 @@ load_generate(const char *path, uint64_t n, int64_t start_time, char *err,
     int rc = 0;
     for (uint64_t id = 0; id < n && rc == 0; id++) {
         /* "u:" + up to 20 digits + tab + 10 digits + newline */
-        if (len + 64 > GEN_BUF_SIZE) {
+        if (len + 64 + pad > bufsize) {
             rc = util_write_all(fd, buf, len);
             len = 0;
         }
@@ -518,6 +524,8 @@ load_generate(const char *path, uint64_t n, int64_t start_time, char *err,
             t /= 10;
         }
         k += 10;
+        memset(p + k, 'x', pad);
+        k += pad;
         p[k++] = '\n';
         len += k;
     }
@@ -548,7 +556,7 @@ _usage(FILE *out)
     fprintf(out, "usage: kura load FILE [--host H] [--port P] [--conns N] "
                  "[--window W] [--exptime S]\n"
                  "       kura load --generate N --out FILE "
-                 "[--start-time T]\n");
+                 "[--start-time T] [--value-size B]\n");
 }
 
 int
@@ -563,6 +571,7 @@ load_cmd(int argc, char **argv)
         {"generate", required_argument, NULL, 'g'},
         {"out", required_argument, NULL, 'o'},
         {"start-time", required_argument, NULL, 's'},
+        {"value-size", required_argument, NULL, 'v'},
         {NULL, 0, NULL, 0},
     };
     struct load_opts o = {
@@ -573,6 +582,7 @@ load_cmd(int argc, char **argv)
     };
     const char *out = NULL;
     uint64_t generate = 0;
+    uint64_t value_size = 10;
     bool generating = false;
     int64_t start_time = util_now_s();
     bool loading_opts = false;
@@ -611,6 +621,10 @@ load_cmd(int argc, char **argv)
             break;
         case 'o': out = a; break;
         case 's': ok = util_parse_int(a, al, 0, INT64_MAX, &start_time); break;
+        case 'v':
+            ok = util_parse_uint(a, al, LOAD_VALUE_MAX, &value_size) &&
+                 value_size >= 10;
+            break;
         default: ok = false; break;
         }
         if (!ok) {
@@ -627,7 +641,8 @@ load_cmd(int argc, char **argv)
             _usage(stderr);
             return 2;
         }
-        if (load_generate(out, generate, start_time, err, sizeof(err)) != 0) {
+        if (load_generate(out, generate, start_time, (size_t)value_size, err,
+                          sizeof(err)) != 0) {
             fprintf(stderr, "kura load: %s\n", err);
             return 1;
         }

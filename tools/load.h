@@ -49,15 +49,18 @@ int load_run(const struct load_opts *o, struct load_result *r);
  * 0..n-1 to `path` ("-" for standard output), truncating it. Each time is
  * a fixed pseudo-random point in the 30 days before `start_time`, so the
  * same arguments always give the same file. `start_time` must lie in
- * [30 days, 9999999999]. Returns 0, or -1 with a reason in `err`
- * (`errlen` bytes).
+ * [30 days, 9999999999]. A `value_size` above 10 pads each value with
+ * 'x' to that many bytes (larger records with the same keys; at most
+ * LOAD_VALUE_MAX). Returns 0, or -1 with a reason in `err` (`errlen`
+ * bytes).
  */
+#define LOAD_VALUE_MAX ((size_t)1 << 20)
 int load_generate(const char *path, uint64_t n, int64_t start_time,
-                  char *err, size_t errlen);
+                  size_t value_size, char *err, size_t errlen);
 
 /*
  * Runs `kura load FILE [--host H] [--port P] [--conns N] [--window W]
- * [--exptime S]` or `kura load --generate N --out FILE [--start-time T]`;
+ * [--exptime S]` or `kura load --generate N --out FILE [--start-time T] [--value-size B]`;
  * argv[0] is "load". Returns the exit status: 0 success, 1 any error,
  * 2 usage error.
  */
