@@ -41,6 +41,8 @@ struct conn {
     bool wire_known;
     struct process_session session;
     size_t cursor; /* progress through a multi-key get */
+    unsigned io_waits;  /* storage reads the next request waits for */
+    bool io_ready;      /* ... done: run it without asking again */
     uint64_t sent;      /* bytes ever sent (absolute output offset) */
     uint64_t safe_end;  /* output up to here may be sent */
     struct release rel[CONN_RELEASES];
@@ -74,6 +76,9 @@ conn_host_init(struct conn_host *h)
 static void
 _set_events(struct conn *c, short flags)
 {
+    if (c->io_waits > 0) {
+        flags &= (short)~EV_READ; /* nothing is read while a request waits */
+    }
     if (flags == c->ev_flags) {
         return;
     }
@@ -120,6 +125,10 @@ _close(struct conn *c)
         *link = c->wait_next;
         c->waiting = false;
     }
+    if (c->io_waits > 0 && c->h->io_forget != NULL) {
+        c->h->io_forget(c->h->io_arg, c);
+    }
+    c->io_waits = 0;
     _set_state(c, CONN_CLOSED);
     _set_events(c, 0);
     /* Freed at the end of the pass: the write batch may still name it. */
@@ -230,6 +239,9 @@ _process(struct conn *c)
     int handled = 0;
     uint64_t staged = txn_staged_total(h->pctx->batch);
 
+    if (c->io_waits > 0) {
+        return; /* conn_io_done() resumes it */
+    }
     txn_batch_set_owner(h->pctx->batch, c);
     while (c->state == CONN_READING) {
         if (buf_len(&c->out) > h->watermark) {
@@ -289,6 +301,16 @@ _process(struct conn *c)
             }
             break;
         }
+        if (st == PROTO_OK && c->cursor == 0 && !c->io_ready &&
+            h->io_start != NULL) {
+            unsigned waits = h->io_start(h->io_arg, c, &req);
+            if (waits > 0) {
+                /* Keep the request's bytes; it runs once they are read. */
+                c->io_waits = waits;
+                _set_events(c, c->ev_flags);
+                break;
+            }
+        }
         if (st == PROTO_OK) {
             r = process_request(h->pctx, &c->session, &req, &c->cursor,
                                 &c->out, h->watermark);
@@ -302,6 +324,7 @@ _process(struct conn *c)
                 break;
             }
             c->cursor = 0;
+            c->io_ready = false;
         } else {
             r = process_error(h->pctx, &c->session, &c->parser, st, &req,
                               &c->out);
@@ -467,6 +490,19 @@ _on_event(evutil_socket_t fd, short what, void *arg)
     }
     if ((what & EV_READ) && c->state == CONN_READING) {
         _read(c);
+    }
+}
+
+void
+conn_io_done(struct conn *c)
+{
+    if (c->io_waits == 0 || --c->io_waits > 0) {
+        return;
+    }
+    c->io_ready = true;
+    if (c->state == CONN_READING) {
+        _set_events(c, EV_READ);
+        event_active(&c->ev, EV_READ, 0);
     }
 }
 

@@ -15,6 +15,11 @@
  *   READING --quit / fatal parse error--> CLOSING --output sent--> CLOSED
  *   any --EOF, error, idle timeout, aborted commit--> CLOSED
  *
+ * While READING, a request whose storage reads were started ahead
+ * (conn_host.io_start) waits for them without a state of its own: the
+ * connection stops reading and running requests until conn_io_done()
+ * has been called for each read, then runs that request first.
+ *
  * Memory per connection is bounded: input by the parser's limits (longest
  * line plus the largest value), output by the watermark plus one reply
  * piece, because a connection stops reading, and a multi-key get stops
@@ -85,6 +90,18 @@ struct conn_host {
      */
     ssize_t (*send)(void *arg, int fd, const void *data, size_t len);
     void *send_arg;
+    /*
+     * Storage reads ahead of a request (prefetch.h), or NULL. Called once
+     * per request before it runs; returns how many reads it started for
+     * `c`, and calls conn_io_done(c) once for each as it completes. The
+     * connection reads and runs nothing more meanwhile; then the request
+     * runs. io_forget() is told of a connection that closes while it
+     * waits, which must then never be named again.
+     */
+    unsigned (*io_start)(void *arg, struct conn *c,
+                         const struct proto_request *req);
+    void (*io_forget)(void *arg, struct conn *c);
+    void *io_arg;
 };
 
 /* Initialises an empty host. */
@@ -96,6 +113,9 @@ void conn_host_init(struct conn_host *h);
  * out of memory.
  */
 struct conn *conn_create(struct conn_host *h, int fd);
+
+/* One of the reads io_start() reported is done (see struct conn_host). */
+void conn_io_done(struct conn *c);
 
 /*
  * Called when a commit fails: the connection is closed without sending

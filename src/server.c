@@ -43,6 +43,8 @@
 #define SERVER_STRIPES 65536
 /* Recent-access slots for meta h and l: 2^20 x 8 bytes = 8 MiB. */
 #define SERVER_ACCESS_BITS 20
+/* Keys a worker reads ahead at once (prefetch.h). */
+#define SERVER_PREFETCH_DEPTH 256
 #define SWEEPER_SLICE_KEYS 500
 #define SWEEPER_PAUSE_MS 100
 /*
@@ -503,6 +505,7 @@ _start_workers(struct server *srv, char *err, size_t errlen)
     srv->shared.limits.http = !s->nohttp;
     srv->shared.idle_timeout_s = s->tout;
     srv->shared.watermark = SERVER_WATERMARK;
+    srv->shared.prefetch_depth = SERVER_PREFETCH_DEPTH;
     atomic_init(&srv->shared.curr_conns, 0);
     srv->workers = calloc((size_t)s->thnum, sizeof(*srv->workers));
     if (srv->workers == NULL) {

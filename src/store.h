@@ -62,6 +62,10 @@
  * earlier value (README, "What survives what"; PC6). D2-D7 still hold,
  * so kurad always starts by itself (PC1).
  *
+ * Tokyo Cabinet's descriptor is told that reads are random and its
+ * mapping past the bucket array likewise (no read-ahead: one record at a
+ * time is what it reads), and the bucket array is asked for at once.
+ *
  * store.c also defines sched_yield() as a no-op for the whole process, to
  * silence the micro-yields compiled into Debian's Tokyo Cabinet (see there).
  *
@@ -226,6 +230,40 @@ bool store_over_bnum(struct store *s);
 enum store_status store_reserve(struct store *s, uint64_t bytes);
 void store_unreserve(struct store *s, uint64_t bytes);
 bool store_space_guaranteed(const struct store *s);
+
+/*
+ * What prefetch.h needs to find a key's records without calling Tokyo
+ * Cabinet: its descriptor, its mapping of the header and bucket array
+ * (at least `map_size` bytes), and the file's format. Valid while the
+ * store is open; the bucket array changes under concurrent writers, so
+ * what is read from it is a hint. Returns false for "*".
+ */
+struct store_layout {
+    int fd;
+    const uint8_t *map;
+    uint64_t map_size;  /* header and bucket array, mapped */
+    uint64_t bnum;
+    unsigned apow;
+    unsigned width;     /* bytes per stored offset: 4, or 8 with opts l */
+    bool big_endian;
+    uint64_t frec;      /* the first record */
+};
+bool store_layout(const struct store *s, struct store_layout *out);
+
+/* The file's size as Tokyo Cabinet last set it, read without its locks
+ * (a hint for readers of the layout); 0 for "*". */
+uint64_t store_size_hint(const struct store *s);
+
+/*
+ * Locks the header and bucket array in memory (mlock), raising the soft
+ * RLIMIT_MEMLOCK to the hard one if needed: every lookup reads a bucket,
+ * and under memory pressure the page cache would otherwise push them out
+ * with the records. Returns 0, or -1 with errno (EPERM, ENOMEM: the
+ * limit is too low; the caller decides what to say).
+ * store_bucket_bytes() is the size it locks. Nothing to do for "*".
+ */
+int store_pin_buckets(struct store *s);
+uint64_t store_bucket_bytes(const struct store *s);
 
 /* Path of the database, or "*". */
 const char *store_path(const struct store *s);

@@ -187,26 +187,27 @@ _varint(const uint8_t *p, size_t avail, uint32_t *out, size_t *len)
     return false;
 }
 
-bool
-tcfile_block(const struct tcfile *f, uint64_t off, uint64_t end,
-             struct tcfile_block *b, const char **why)
+/*
+ * Decodes the block whose first `avail` bytes are at `p`: a free block's
+ * size, or a record's links, sizes and key (which must lie within
+ * `avail`). The whole block need not.
+ */
+static bool
+_decode(const struct tcfile *f, const uint8_t *p, uint64_t avail,
+        struct tcfile_block *b, const char **why)
 {
-    memset(b, 0, sizeof(*b));
-    b->off = off;
-    if (off >= end || end > f->size) {
+    if (avail == 0) {
         *why = "the block starts past the end of the file";
         return false;
     }
-    const uint8_t *p = f->map + off;
-    uint64_t left = end - off;
     if (p[0] == TCFILE_MAGIC_FREE) {
-        if (left < FREE_HEADER) {
+        if (avail < FREE_HEADER) {
             *why = "a free block is cut short";
             return false;
         }
         b->free = true;
         b->size = _get(f, p + 1, 4);
-        if (b->size < FREE_HEADER || b->size > left) {
+        if (b->size < FREE_HEADER) {
             *why = "a free block does not fit";
             return false;
         }
@@ -217,7 +218,7 @@ tcfile_block(const struct tcfile *f, uint64_t off, uint64_t end,
         return false;
     }
     size_t pos = 2 + 2 * (size_t)f->width;
-    if (left < pos + 2 + 2) {
+    if (avail < pos + 2 + 2) {
         *why = "a record header is cut short";
         return false;
     }
@@ -227,26 +228,57 @@ tcfile_block(const struct tcfile *f, uint64_t off, uint64_t end,
     uint64_t psiz = _get(f, p + pos, 2);
     pos += 2;
     size_t n;
-    size_t avail = left - pos < 10 ? (size_t)(left - pos) : 10;
-    if (!_varint(p + pos, avail, &b->ksiz, &n)) {
+    size_t room = avail - pos < 10 ? (size_t)(avail - pos) : 10;
+    if (!_varint(p + pos, room, &b->ksiz, &n)) {
         *why = "a record's key size is unreadable";
         return false;
     }
     pos += n;
-    avail = left - pos < 5 ? (size_t)(left - pos) : 5;
-    if (!_varint(p + pos, avail, &b->vsiz, &n)) {
+    room = avail - pos < 5 ? (size_t)(avail - pos) : 5;
+    if (!_varint(p + pos, room, &b->vsiz, &n)) {
         *why = "a record's value size is unreadable";
         return false;
     }
     pos += n;
     b->size = (uint64_t)pos + b->ksiz + b->vsiz + psiz;
-    if (b->size > left) {
+    if (pos + (uint64_t)b->ksiz > avail) {
         *why = "a record runs past the end of the file";
         return false;
     }
     b->key = p + pos;
     b->value = p + pos + b->ksiz;
     return true;
+}
+
+bool
+tcfile_block(const struct tcfile *f, uint64_t off, uint64_t end,
+             struct tcfile_block *b, const char **why)
+{
+    memset(b, 0, sizeof(*b));
+    b->off = off;
+    if (off >= end || end > f->size) {
+        *why = "the block starts past the end of the file";
+        return false;
+    }
+    uint64_t left = end - off;
+    if (!_decode(f, f->map + off, left, b, why)) {
+        return false;
+    }
+    if (b->size > left) {
+        *why = b->free ? "a free block does not fit"
+                       : "a record runs past the end of the file";
+        return false;
+    }
+    return true;
+}
+
+bool
+tcfile_head(const struct tcfile *f, const uint8_t *p, size_t avail,
+            uint64_t off, struct tcfile_block *b, const char **why)
+{
+    memset(b, 0, sizeof(*b));
+    b->off = off;
+    return _decode(f, p, avail, b, why);
 }
 
 const uint8_t *

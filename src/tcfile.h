@@ -23,7 +23,8 @@
  * to it, ordered by the second hash byte and then by the key (shorter
  * keys first); the greater goes left.
  *
- * Pure reads of a mapping: no allocation after tcfile_open(); any thread.
+ * Pure reads of a mapping (or of a copy, tcfile_head()): no allocation
+ * after tcfile_open(); any thread.
  */
 #ifndef KURA_TCFILE_H
 #define KURA_TCFILE_H
@@ -98,6 +99,16 @@ struct tcfile_block {
  */
 bool tcfile_block(const struct tcfile *f, uint64_t off, uint64_t end,
                   struct tcfile_block *b, const char **why);
+
+/*
+ * Decodes the head of the block at offset `off` from `avail` bytes at `p`
+ * (a copy read from the file, not the mapping): a free block's size, or a
+ * record's hash byte, links, sizes and key, which must lie within `avail`;
+ * the value may not. Returns true with `*b` filled (b->value points past
+ * `avail` when the value is not there), or false with a reason in `*why`.
+ */
+bool tcfile_head(const struct tcfile *f, const uint8_t *p, size_t avail,
+                 uint64_t off, struct tcfile_block *b, const char **why);
 
 /*
  * The stored value of record `b` as kura wrote it: decompressed when the

@@ -81,6 +81,50 @@ _durable(void *arg)
     return txn_applied_lsn(&w->batch);
 }
 
+/* Reads ahead of a request's keys; returns how many keys wait. */
+static unsigned
+_io_start(void *arg, struct conn *c, const struct proto_request *req)
+{
+    struct worker *w = arg;
+    unsigned waits = 0;
+    if (req->nkeys > 1 && req->kind == PROTO_KIND_TEXT) {
+        size_t pos = 0;
+        const char *key;
+        size_t nkey;
+        while (proto_next_key(req, &pos, &key, &nkey)) {
+            waits += prefetch_key(w->prefetch, key, nkey, c) ? 1 : 0;
+        }
+    } else if (req->key != NULL && req->nkey > 0) {
+        waits = prefetch_key(w->prefetch, req->key, req->nkey, c) ? 1 : 0;
+    }
+    return waits;
+}
+
+static void
+_io_forget(void *arg, struct conn *c)
+{
+    struct worker *w = arg;
+    prefetch_forget(w->prefetch, c);
+}
+
+/* Reads ahead completed: their requests may run. */
+static void
+_on_prefetch(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    void *ready[64];
+    size_t n;
+
+    (void)fd;
+    (void)what;
+    do {
+        n = prefetch_reap(w->prefetch, ready, 64);
+        for (size_t i = 0; i < n; i++) {
+            conn_io_done(ready[i]);
+        }
+    } while (n == 64);
+}
+
 static bool
 _log_failed(void *arg)
 {
@@ -150,6 +194,26 @@ worker_init(struct worker *w, int id, struct worker_shared *shared)
         w->host.log_failed = _log_failed;
         w->host.sync_arg = w;
     }
+    if (shared->prefetch_depth > 0) {
+        char why[160];
+        w->prefetch = prefetch_create(shared->eng->store,
+                                      shared->prefetch_depth, why,
+                                      sizeof(why));
+        if (w->prefetch == NULL && id == 0) {
+            log_info(shared->log, "worker: reads of the database wait in "
+                     "the worker (no read-ahead: %s)", why);
+        }
+    }
+    if (w->prefetch != NULL) {
+        w->prefetch_ev = event_new(w->base, prefetch_fd(w->prefetch),
+                                   EV_READ | EV_PERSIST, _on_prefetch, w);
+        if (w->prefetch_ev == NULL || event_add(w->prefetch_ev, NULL) != 0) {
+            return -1;
+        }
+        w->host.io_start = _io_start;
+        w->host.io_forget = _io_forget;
+        w->host.io_arg = w;
+    }
     if (shared->idle_timeout_s > 0) {
         struct timeval tv = {shared->idle_timeout_s, 0};
         const struct timeval *common =
@@ -168,6 +232,9 @@ worker_init(struct worker *w, int id, struct worker_shared *shared)
 static void
 _end_pass(struct worker *w)
 {
+    if (w->prefetch != NULL) {
+        prefetch_submit(w->prefetch); /* the pass's reads, together */
+    }
     txn_commit(&w->batch);
     txn_apply_durable(&w->batch);
     uint64_t lsn = w->batch.last_lsn;
@@ -276,6 +343,10 @@ worker_deinit(struct worker *w)
     }
     free(w->queue);
     txn_batch_deinit(&w->batch);
+    if (w->prefetch_ev != NULL) {
+        event_free(w->prefetch_ev);
+    }
+    prefetch_destroy(w->prefetch);
     if (w->notify_ev != NULL) {
         event_free(w->notify_ev);
     }

@@ -13,6 +13,11 @@
  * "always" fsync policy replies to writes go when the sync thread reports
  * them durable (conn.h); the worker does not wait and keeps serving.
  *
+ * Before a request runs, its key's pages in the database file are looked
+ * up (prefetch.h); when some are not in memory, the reads are queued,
+ * submitted together at the end of the pass, and the request waits on
+ * its connection (conn.h) while the worker serves the others.
+ *
  * Thread-safety: worker_dispatch() and worker_stop() may be called from any
  * thread; everything else belongs to the worker's own thread.
  */
@@ -27,6 +32,7 @@
 
 #include "conn.h"
 #include "log.h"
+#include "prefetch.h"
 #include "process.h"
 #include "stats.h"
 #include "txn.h"
@@ -48,6 +54,8 @@ struct worker_shared {
      * the unit suite captures them instead. */
     ssize_t (*send)(void *arg, int fd, const void *data, size_t len);
     void *send_arg;
+    /* Keys each worker may read ahead at once (prefetch.h); 0: none. */
+    unsigned prefetch_depth;
 };
 
 struct worker {
@@ -70,6 +78,8 @@ struct worker {
     struct process_ctx pctx;
     struct stats_counters stats;
     struct conn_host host;
+    struct prefetch *prefetch;  /* NULL: requests read synchronously */
+    struct event *prefetch_ev;
 };
 
 /*

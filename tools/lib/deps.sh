@@ -38,7 +38,8 @@ kura_need_packages() {
 
 # Packages needed to build kurad and the kura tool.
 KURA_BUILD_PACKAGES="gcc make autoconf automake pkg-config
-    libtokyocabinet-dev libevent-dev check libh2o-evloop-dev libyajl-dev"
+    libtokyocabinet-dev libevent-dev check libh2o-evloop-dev libyajl-dev
+    liburing-dev"
 # Clients the integration tests drive kurad with.
 KURA_TEST_PACKAGES="libmemcached-tools python3 python3-pymemcache
     libcache-memcached-fast-perl python3-pylibmc python3-binary-memcached
