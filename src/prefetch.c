@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +78,8 @@ struct prefetch {
     unsigned queued;      /* SQEs prepared, not yet submitted */
     unsigned inflight;    /* SQEs submitted, not yet completed */
     uint8_t scratch[PREFETCH_HEAD];
-    struct prefetch_stats stats;
+    /* struct prefetch_stats, readable from other threads */
+    _Atomic uint64_t n_unlooked, n_walks, n_resident, n_waits, n_reads, n_full;
 };
 
 struct prefetch *
@@ -199,7 +201,7 @@ _queue_read(struct prefetch *p, struct walk *w, void *dst, unsigned len,
     io_uring_prep_read(sqe, p->lay.fd, dst, len, off);
     io_uring_sqe_set_data64(sqe, (uint64_t)(w - p->walks) + 1);
     p->queued++;
-    p->stats.reads++;
+    atomic_fetch_add_explicit(&p->n_reads, 1, memory_order_relaxed);
     w->pending++;
     return true;
 }
@@ -260,7 +262,7 @@ _take(struct prefetch *p, const uint8_t *key, size_t nkey, uint8_t hash,
       void *owner)
 {
     if (p->nfree == 0) {
-        p->stats.full++;
+        atomic_fetch_add_explicit(&p->n_full, 1, memory_order_relaxed);
         return NULL;
     }
     struct walk *w = &p->walks[p->free_slots[--p->nfree]];
@@ -305,10 +307,10 @@ prefetch_key(struct prefetch *p, const void *key, size_t nkey, void *owner)
     }
     if (p->miss_avg < PREFETCH_CALM_MISS &&
         ++p->unlooked % PREFETCH_SAMPLE != 0) {
-        p->stats.unlooked++;
+        atomic_fetch_add_explicit(&p->n_unlooked, 1, memory_order_relaxed);
         return false;
     }
-    p->stats.walks++;
+    atomic_fetch_add_explicit(&p->n_walks, 1, memory_order_relaxed);
     bool wait = _look(p, key, nkey, owner);
     int32_t sample = wait ? 65536 : 0;
     p->miss_avg = (uint32_t)((int32_t)p->miss_avg +
@@ -342,7 +344,7 @@ _look(struct prefetch *p, const void *key, size_t nkey, void *owner)
                 _release(p, w);
                 return false;
             }
-            p->stats.waits++;
+            atomic_fetch_add_explicit(&p->n_waits, 1, memory_order_relaxed);
             return true;
         }
         struct tcfile_block b;
@@ -369,14 +371,14 @@ _look(struct prefetch *p, const void *key, size_t nkey, void *owner)
                     _release(p, w);
                     return false;
                 }
-                p->stats.waits++;
+                atomic_fetch_add_explicit(&p->n_waits, 1, memory_order_relaxed);
                 return true;
             }
             break;
         }
         at = next;
     }
-    p->stats.resident++;
+    atomic_fetch_add_explicit(&p->n_resident, 1, memory_order_relaxed);
     return false;
 }
 
@@ -465,7 +467,13 @@ prefetch_forget(struct prefetch *p, void *owner)
 }
 
 void
-prefetch_stats(const struct prefetch *p, struct prefetch_stats *out)
+prefetch_stats(struct prefetch *p, struct prefetch_stats *out)
 {
-    *out = p->stats;
+    out->unlooked = atomic_load_explicit(&p->n_unlooked, memory_order_relaxed);
+    out->walks = atomic_load_explicit(&p->n_walks, memory_order_relaxed);
+    out->resident = atomic_load_explicit(&p->n_resident,
+                                         memory_order_relaxed);
+    out->waits = atomic_load_explicit(&p->n_waits, memory_order_relaxed);
+    out->reads = atomic_load_explicit(&p->n_reads, memory_order_relaxed);
+    out->full = atomic_load_explicit(&p->n_full, memory_order_relaxed);
 }

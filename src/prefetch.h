@@ -30,7 +30,8 @@
  * rarely find a page missing (a database that fits in memory), only a
  * sample of the requests is looked at.
  *
- * Thread-safety: a prefetch belongs to one worker thread.
+ * Thread-safety: a prefetch belongs to one worker thread, except
+ * prefetch_stats().
  */
 #ifndef KURA_PREFETCH_H
 #define KURA_PREFETCH_H
@@ -101,7 +102,7 @@ size_t prefetch_reap(struct prefetch *p, void **owners, size_t cap);
 /* Forgets `owner` (a connection that closed): it is never returned. */
 void prefetch_forget(struct prefetch *p, void *owner);
 
-/* Counters since creation. */
-void prefetch_stats(const struct prefetch *p, struct prefetch_stats *out);
+/* Counters since creation; any thread may read them. */
+void prefetch_stats(struct prefetch *p, struct prefetch_stats *out);
 
 #endif

@@ -78,6 +78,8 @@ _stats_replication(const struct stats_snapshot *snap,
                               u->sync_us);
         ok = ok && reply_stat(out, req, "kura_ulog_checkpoints", "%" PRIu64,
                               u->checkpoints);
+        ok = ok && reply_stat(out, req, "kura_ulog_dirty_checkpoints",
+                              "%" PRIu64, u->dirty_checkpoints);
         ok = ok && reply_stat(out, req, "kura_ulog_segments_removed",
                               "%" PRIu64, u->purged);
         ok = ok && reply_stat(out, req, "kura_ulog_prepared_bytes", "%" PRIu64,
@@ -297,6 +299,14 @@ _stats_general(struct process_ctx *ctx, const struct proto_request *req,
                           fl.pending_us);
     ok = ok && reply_stat(out, req, "kura_tombstones_dropped", "%" PRIu64,
                           snap.tombstones_dropped);
+    ok = ok && reply_stat(out, req, "kura_memory_limit", "%" PRIu64,
+                          snap.memory_limit);
+    ok = ok && reply_stat(out, req, "kura_db_buckets_locked", "%d",
+                          snap.buckets_locked ? 1 : 0);
+    ok = ok && reply_stat(out, req, "kura_prefetch_waits", "%" PRIu64,
+                          snap.prefetch_waits);
+    ok = ok && reply_stat(out, req, "kura_prefetch_reads", "%" PRIu64,
+                          snap.prefetch_reads);
     ok = ok && _stats_replication(&snap, req, out);
     return ok && reply_stats_end(out, req);
 }

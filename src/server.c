@@ -23,6 +23,7 @@
 #include "daemon.h"
 #include "listener.h"
 #include "log.h"
+#include "memlimit.h"
 #include "process.h"
 #include "record.h"
 #include "snapshot.h"
@@ -70,6 +71,9 @@ struct server {
     int notify_fd;
     struct daemon_sd sd;         /* systemd's notification socket */
     struct store *store;
+    struct memlimit mem;         /* the memory kurad may use */
+    struct memplan plan;         /* ... and what follows from it */
+    bool buckets_locked;         /* store_pin_buckets() succeeded */
     struct clock clock;
     struct ulog *ulog;
     struct repl_auth auth;       /* -rkey */
@@ -142,6 +146,16 @@ _snapshot(void *arg, struct stats_snapshot *snap)
             atomic_load(&srv->workers[i].batch.early_commits);
     }
     snap->tombstones_dropped = atomic_load(&srv->sweeper.tombstones_dropped);
+    snap->memory_limit = memlimit_limited(&srv->mem) ? srv->mem.limit : 0;
+    snap->buckets_locked = srv->buckets_locked;
+    for (int i = 0; i < srv->nworkers; i++) {
+        if (srv->workers[i].prefetch != NULL) {
+            struct prefetch_stats ps;
+            prefetch_stats(srv->workers[i].prefetch, &ps);
+            snap->prefetch_waits += ps.waits;
+            snap->prefetch_reads += ps.reads;
+        }
+    }
     if (srv->ulog != NULL) {
         snap->has_ulog = true;
         ulog_stats(srv->ulog, &snap->ulog);
@@ -169,6 +183,13 @@ _db_size(void *arg)
 {
     struct server *srv = arg;
     return store_fsiz(srv->store);
+}
+
+static int
+_db_dirty(void *arg, uint64_t *bytes)
+{
+    struct server *srv = arg;
+    return memlimit_dirty(&srv->mem, bytes);
 }
 
 static uint32_t
@@ -306,6 +327,8 @@ _open_ulog(struct server *srv, struct ulog_recovery *found, char *err,
     o.checkpoint_ms = s->ckpt_s * 1000; /* -ckpt, default 25 s */
     o.checkpoint_bytes = CHECKPOINT_BYTES;
     o.checkpoint_growth = CHECKPOINT_GROWTH;
+    o.checkpoint_dirty = srv->plan.dirty_max; /* 0 without a memory limit */
+    o.db_dirty = _db_dirty;
     o.clock = &srv->clock;
     o.log = &srv->log;
     o.sync_db = _sync_db;
@@ -356,6 +379,50 @@ _log_open_report(struct server *srv, const struct store_open_report *rep)
              sr->unreadable, sr->first_damage);
 }
 
+/* Says what the memory kurad may use made of the database's settings,
+ * and locks the bucket array in memory when it fits (memlimit.h). */
+static void
+_fit_memory(struct server *srv, const struct dbspec *db)
+{
+    const struct memlimit *m = &srv->mem;
+    uint64_t mib = (uint64_t)1 << 20;
+    char where[96];
+    if (memlimit_limited(m)) {
+        snprintf(where, sizeof(where), "a cgroup v%d limit of %" PRIu64
+                 " MiB", m->version, m->limit / mib);
+    } else {
+        snprintf(where, sizeof(where), "%" PRIu64 " MiB of RAM, no cgroup "
+                 "limit", m->ram / mib);
+    }
+    if (db->kind != DBSPEC_HASH_FILE) {
+        log_info(&srv->log, "memory: %s", where);
+        return;
+    }
+    uint64_t buckets = store_bucket_bytes(srv->store);
+    const char *pinned = "locked in memory";
+    char why[128] = "";
+    if (buckets > srv->plan.pin_max) {
+        pinned = "not locked: more than a quarter of the memory";
+    } else if (store_pin_buckets(srv->store) != 0) {
+        snprintf(why, sizeof(why), "not locked (%s; raise LimitMEMLOCK)",
+                 strerror(errno));
+        pinned = why;
+    } else {
+        srv->buckets_locked = true;
+    }
+    char dirty[64] = "by time and log only";
+    if (srv->plan.dirty_max > 0) {
+        snprintf(dirty, sizeof(dirty), "also once %" PRIu64 " MiB is dirty",
+                 srv->plan.dirty_max / mib);
+    }
+    log_info(&srv->log, "memory: %s; database %" PRIu64 " MiB, mapped %"
+             PRIu64 " MiB%s, bucket array %" PRIu64 " MiB %s; checkpoints "
+             "%s", where, store_fsiz(srv->store) / mib,
+             (uint64_t)db->xmsiz / mib,
+             srv->settings->db.xmsiz >= 0 ? " (#xmsiz)" : "", buckets / mib,
+             pinned, dirty);
+}
+
 /* A peer that connects to us as a follower is up again: the receiver
  * following it stops waiting out its backoff. */
 static void
@@ -384,6 +451,8 @@ _open_storage(struct server *srv, char *err, size_t errlen)
                  "optimize instead");
         return -1;
     }
+    memlimit_read(&srv->mem, "");
+    memlimit_plan(&srv->mem, &srv->plan);
     /* The log first: its checkpoint says how much of the database file
      * a rebuild must read (store.h, store_redo_bound). */
     struct ulog_recovery found;
@@ -397,11 +466,16 @@ _open_storage(struct server *srv, char *err, size_t errlen)
         bound.salt = found.checkpoint_db_salt;
     }
     struct store_open_report rep;
-    srv->store = store_open(&s->db, &bound, &rep, err, errlen);
+    struct dbspec db = s->db;
+    if (db.xmsiz < 0) {
+        db.xmsiz = srv->plan.xmsiz; /* memlimit.h */
+    }
+    srv->store = store_open(&db, &bound, &rep, err, errlen);
     if (srv->store == NULL) {
         return -1;
     }
     _log_open_report(srv, &rep);
+    _fit_memory(srv, &db);
     store_set_logger(srv->store, &srv->log);
     if (s->db.kind == DBSPEC_HASH_FILE) {
         snprintf(flush_path, sizeof(flush_path), "%s.flush", s->db.path);

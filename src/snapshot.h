@@ -31,6 +31,10 @@ struct stats_snapshot {
     uint64_t commits;       /* group commits */
     uint64_t early_commits; /* commits forced before the end of a pass */
     uint64_t tombstones_dropped;
+    uint64_t memory_limit;  /* the memory cgroup's limit; 0: none */
+    bool buckets_locked;    /* the bucket array is locked in memory */
+    uint64_t prefetch_waits; /* requests that waited for reads ahead */
+    uint64_t prefetch_reads; /* ... the reads */
     bool has_ulog;
     struct ulog_stats ulog;
     bool has_master;        /* this server follows -mhost */

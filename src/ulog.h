@@ -143,6 +143,8 @@ struct ulog_options {
     uint32_t checkpoint_ms;    /* checkpoint at least this often */
     uint64_t checkpoint_bytes; /* ... or after this much log */
     uint64_t checkpoint_growth; /* ... or once the database grew this much */
+    uint64_t checkpoint_dirty; /* ... or once db_dirty() reports this much;
+                                  0: not */
     struct clock *clock;       /* lsn source (shared with write stamps) */
     struct logger *log;
     /* Syncs the database file to disk; 0 on success (checkpoints). */
@@ -150,6 +152,9 @@ struct ulog_options {
     /* Size of the database file in bytes (checkpoint_growth); may be
      * NULL. */
     uint64_t (*db_size)(void *arg);
+    /* Bytes of dirty page cache that a checkpoint would write back (the
+     * memory cgroup's, memlimit.h); 0 or -1 (unknown). May be NULL. */
+    int (*db_dirty)(void *arg, uint64_t *bytes);
     /* The database file's seal salt, which names this version of the
      * file (recorded with its size in checkpoints); may be NULL. */
     uint32_t (*db_salt)(void *arg);
@@ -192,6 +197,7 @@ struct ulog_stats {
     uint64_t syncs;          /* fdatasync(2) calls on the log */
     uint64_t sync_us;        /* time spent in them, microseconds */
     uint64_t checkpoints;
+    uint64_t dirty_checkpoints; /* ... started by checkpoint_dirty */
     uint64_t purged;         /* segments removed */
     uint64_t prepared_ahead; /* zeroed, synced bytes past the end */
     bool failed;

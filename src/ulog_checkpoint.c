@@ -150,10 +150,14 @@ ulog_checkpoint_main(void *arg)
     uint64_t last = util_mono_ms();
     util_thread_name("kura-checkpoint");
 
+    /* Dirty bytes are looked at often: at the rate a database larger
+     * than memory is written, a second is a tenth of the bound. */
+    uint32_t tick = u->o.checkpoint_dirty > 0 && u->o.db_dirty != NULL ? 100
+                                                                      : 1000;
     pthread_mutex_lock(&u->lock);
     while (!u->stopping) {
         struct timespec until;
-        util_deadline_ms(&until, 1000);
+        util_deadline_ms(&until, tick);
         pthread_cond_timedwait(&u->cp_cond, &u->lock, &until);
         if (u->stopping) {
             break;
@@ -173,13 +177,25 @@ ulog_checkpoint_main(void *arg)
             due = size > grown_from &&
                   size - grown_from >= u->o.checkpoint_growth;
         }
+        uint64_t dirty;
+        bool by_dirty = false;
+        if (!due && tick < 1000 && u->o.db_dirty(u->o.arg, &dirty) == 0 &&
+            dirty >= u->o.checkpoint_dirty) {
+            due = by_dirty = true;
+        }
         if (!due) {
             pthread_mutex_lock(&u->lock);
             continue;
         }
+        pthread_mutex_lock(&u->lock);
+        uint64_t before = u->checkpoints;
+        pthread_mutex_unlock(&u->lock);
         ulog_checkpoint(u);
         last = util_mono_ms();
         pthread_mutex_lock(&u->lock);
+        if (by_dirty && u->checkpoints != before) {
+            u->dirty_checkpoints++;
+        }
     }
     pthread_mutex_unlock(&u->lock);
     return NULL;

@@ -131,6 +131,7 @@ struct ulog {
     uint64_t syncs;
     uint64_t sync_us;
     uint64_t checkpoints;
+    uint64_t dirty_checkpoints; /* of them, started by dirty bytes */
     uint64_t purged;
 };
 

@@ -603,6 +603,68 @@ START_TEST(test_checkpoint_when_database_grew)
 }
 END_TEST
 
+static _Atomic uint64_t dirty_bytes;
+
+static int
+_db_dirty(void *arg, uint64_t *bytes)
+{
+    (void)arg;
+    *bytes = atomic_load(&dirty_bytes);
+    return 0;
+}
+
+/* Under a memory limit, a checkpoint once checkpoint_dirty bytes of page
+ * cache are dirty (memlimit.h), looked at every 100 ms. */
+START_TEST(test_checkpoint_when_dirty)
+{
+    struct ulog_options o;
+    struct ulog_recovery rec;
+    char err[256];
+    memset(&o, 0, sizeof(o));
+    snprintf(o.dir, sizeof(o.dir), "%s/ulog", dir);
+    o.segment_max = 1 << 20;
+    o.fsync = ULOG_FSYNC_NEVER;
+    o.sid = 1;
+    o.checkpoint_ms = 1000000;
+    o.checkpoint_bytes = UINT64_MAX;
+    o.checkpoint_dirty = 32 << 20;
+    o.db_dirty = _db_dirty;
+    o.clock = &clk;
+    o.log = &lg;
+    atomic_store(&dirty_bytes, 31 << 20);
+    struct ulog *u = ulog_open(&o, &rec, err, sizeof(err));
+    ck_assert_msg(u != NULL, "%s", err);
+    ck_assert_int_eq(ulog_start(u), 0);
+    _append(u, "a", "1");
+    struct ulog_stats st;
+    uint64_t deadline = util_mono_ms() + 500; /* five looks */
+    while (util_mono_ms() < deadline) {
+        usleep(10000);
+    }
+    ulog_stats(u, &st);
+    ck_assert_uint_eq(st.checkpoints, 0);
+    uint64_t lsn = _append(u, "b", "2");
+    atomic_store(&dirty_bytes, 32 << 20);
+    deadline = util_mono_ms() + 5000;
+    do {
+        usleep(10000);
+        ulog_stats(u, &st);
+    } while (st.checkpoints == 0 && util_mono_ms() < deadline);
+    ck_assert_uint_eq(st.checkpoints, 1);
+    ck_assert_uint_eq(st.dirty_checkpoints, 1);
+    ck_assert_uint_eq(st.checkpoint_lsn, lsn);
+    /* Still dirty (a neighbour's pages, say) but nothing new logged: no
+     * further checkpoint is counted. */
+    deadline = util_mono_ms() + 300;
+    while (util_mono_ms() < deadline) {
+        usleep(10000);
+    }
+    ulog_stats(u, &st);
+    ck_assert_uint_eq(st.checkpoints, 1);
+    ulog_close(u);
+}
+END_TEST
+
 START_TEST(test_u4_checkpoint_waits_for_inflight)
 {
     struct ulog_recovery rec;
@@ -808,6 +870,7 @@ ulog_suite(void)
     tcase_add_test(tc, test_u4_checkpoint_waits_for_inflight);
     tcase_add_test(tc, test_held_segment_does_not_repeat_checkpoints);
     tcase_add_test(tc, test_checkpoint_when_database_grew);
+    tcase_add_test(tc, test_checkpoint_when_dirty);
     tcase_add_test(tc, test_reader_sleeps_through_a_skipped_origin);
     tcase_add_test(tc, test_durable_reader_sleeps_until_another_origin_is_durable);
     tcase_set_timeout(tc, 60);
