@@ -355,8 +355,10 @@ memlimit_plan(const struct memlimit *m, struct memplan *out)
                                                    : (int64_t)x;
     out->pin_max = mem / MEMLIMIT_PIN_SHARE;
     out->dirty_max = 0;
+    out->writeback_at = 0;
     if (memlimit_limited(m)) {
         uint64_t d = mem / MEMLIMIT_DIRTY_SHARE;
         out->dirty_max = d > MEMLIMIT_DIRTY_MIN ? d : MEMLIMIT_DIRTY_MIN;
+        out->writeback_at = out->dirty_max / 2;
     }
 }

@@ -70,6 +70,8 @@ struct memplan {
     uint64_t pin_max;     /* lock a bucket array in memory up to this */
     uint64_t dirty_max;   /* checkpoint once this much page cache is
                              dirty; 0: no such bound */
+    uint64_t writeback_at; /* write dirty records back (store.h) once
+                             this much is dirty; 0: never */
 };
 
 void memlimit_plan(const struct memlimit *m, struct memplan *out);

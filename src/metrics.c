@@ -220,6 +220,9 @@ static const struct _entry entries[] = {
      METRICS_COUNTER, AS_IS,
      "Checkpoints started because the memory limit's dirty bound was "
      "reached.", NULL},
+    {"kura_ulog_write_backs", "kura_ulog_write_backs_total", METRICS_COUNTER,
+     AS_IS, "Write-backs of dirty database pages between checkpoints.",
+     NULL},
     {"kura_ulog_segments_removed", "kura_ulog_segments_removed_total",
      METRICS_COUNTER, AS_IS, "Update log segments removed by retention.", NULL},
     {"kura_ulog_prepared_bytes", "kura_ulog_prepared_bytes", METRICS_GAUGE,

@@ -80,6 +80,8 @@ _stats_replication(const struct stats_snapshot *snap,
                               u->checkpoints);
         ok = ok && reply_stat(out, req, "kura_ulog_dirty_checkpoints",
                               "%" PRIu64, u->dirty_checkpoints);
+        ok = ok && reply_stat(out, req, "kura_ulog_write_backs", "%" PRIu64,
+                              u->write_backs);
         ok = ok && reply_stat(out, req, "kura_ulog_segments_removed",
                               "%" PRIu64, u->purged);
         ok = ok && reply_stat(out, req, "kura_ulog_prepared_bytes", "%" PRIu64,

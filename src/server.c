@@ -175,7 +175,11 @@ static int
 _sync_db(void *arg)
 {
     struct server *srv = arg;
-    return store_sync_data(srv->store);
+    uint64_t dirty = 0;
+    if (memlimit_dirty(&srv->mem, &dirty) != 0) {
+        dirty = 0;
+    }
+    return store_sync_data(srv->store, dirty);
 }
 
 static uint64_t
@@ -190,6 +194,13 @@ _db_dirty(void *arg, uint64_t *bytes)
 {
     struct server *srv = arg;
     return memlimit_dirty(&srv->mem, bytes);
+}
+
+static int
+_db_write_back(void *arg, uint64_t dirty)
+{
+    struct server *srv = arg;
+    return store_write_back(srv->store, dirty);
 }
 
 static uint32_t
@@ -328,7 +339,9 @@ _open_ulog(struct server *srv, struct ulog_recovery *found, char *err,
     o.checkpoint_bytes = CHECKPOINT_BYTES;
     o.checkpoint_growth = CHECKPOINT_GROWTH;
     o.checkpoint_dirty = srv->plan.dirty_max; /* 0 without a memory limit */
+    o.writeback_dirty = srv->plan.writeback_at;
     o.db_dirty = _db_dirty;
+    o.db_write_back = _db_write_back;
     o.clock = &srv->clock;
     o.log = &srv->log;
     o.sync_db = _sync_db;
@@ -409,6 +422,18 @@ _fit_memory(struct server *srv, const struct dbspec *db)
         pinned = why;
     } else {
         srv->buckets_locked = true;
+        /* Every update rewrites its bucket entry (Tokyo Cabinet writes
+         * the link to a record back even when it is unchanged), so the
+         * whole array is dirty within seconds; locked, it needs no room
+         * from reclaim, and the dirty bound is for the rest. */
+        if (srv->plan.dirty_max > 0) {
+            srv->plan.dirty_max += buckets;
+            srv->plan.writeback_at += buckets;
+            if (srv->ulog != NULL) {
+                ulog_set_dirty_bounds(srv->ulog, srv->plan.dirty_max,
+                                      srv->plan.writeback_at);
+            }
+        }
     }
     char dirty[64] = "by time and log only";
     if (srv->plan.dirty_max > 0) {

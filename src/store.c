@@ -845,26 +845,60 @@ store_iter_release(struct store *s)
  */
 #define STORE_WRITEBACK_SLICE ((off_t)1 << 20)
 
-int
-store_sync_data(struct store *s)
+/* Writes the dirty pages of [from, end of file) back, a slice at a time,
+ * each finished before the next starts (store_sync_data()). */
+static int
+_write_back(struct store *s, uint64_t from, uint64_t dirty)
 {
-    if (s->hdb == NULL) {
-        return 0;
-    }
     int fd = s->hdb->fd;
     struct stat st;
     if (fstat(fd, &st) != 0) {
         return -1;
     }
-    for (off_t off = 0; off < st.st_size; off += STORE_WRITEBACK_SLICE) {
-        /* Only a head start for fdatasync below, so errors are its to
-         * report; clean ranges cost a page-cache lookup. */
-        (void)sync_file_range(fd, off, STORE_WRITEBACK_SLICE,
+    /* Random updates to a file larger than memory leave a few dirty pages
+     * in every slice: 1 MiB slices of a 2.4 GB file, each waited for,
+     * wrote 25,000 dirty pages back in about two seconds, during which as
+     * many more were dirtied. A slice then holds about
+     * STORE_WRITEBACK_SLICE of dirty pages instead. */
+    off_t slice = STORE_WRITEBACK_SLICE;
+    if (dirty > (uint64_t)STORE_WRITEBACK_SLICE) {
+        uint64_t spread = (uint64_t)st.st_size /
+                          (dirty / (uint64_t)STORE_WRITEBACK_SLICE);
+        if (spread > (uint64_t)slice) {
+            slice = (off_t)spread;
+        }
+    }
+    for (off_t off = (off_t)from; off < st.st_size; off += slice) {
+        /* Only a head start for fdatasync, so errors are its to report;
+         * clean ranges cost a page-cache lookup. */
+        (void)sync_file_range(fd, off, slice,
                               SYNC_FILE_RANGE_WAIT_BEFORE |
                                   SYNC_FILE_RANGE_WRITE |
                                   SYNC_FILE_RANGE_WAIT_AFTER);
     }
-    return fdatasync(fd);
+    return 0;
+}
+
+int
+store_sync_data(struct store *s, uint64_t dirty)
+{
+    if (s->hdb == NULL) {
+        return 0;
+    }
+    if (_write_back(s, 0, dirty) != 0) {
+        return -1;
+    }
+    return fdatasync(s->hdb->fd);
+}
+
+int
+store_write_back(struct store *s, uint64_t dirty)
+{
+    if (s->hdb == NULL) {
+        return 0;
+    }
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    return _write_back(s, (s->hdb->msiz + page - 1) / page * page, dirty);
 }
 
 enum store_status

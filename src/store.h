@@ -282,13 +282,25 @@ bool store_iter_try_acquire(struct store *s);
  * Flushes the database file's data to disk without taking Tokyo Cabinet's
  * locks (fdatasync on its descriptor), so writers are not stalled. Used by
  * checkpoints, which redo the log from a point already applied. The dirty
- * pages are first written out a slice at a time (STORE_WRITEBACK_SLICE),
- * each finished before the next starts, so the disk queue never holds a
- * checkpoint's worth of database pages in front of the update log's
- * fdatasync, which a client's reply waits on. Returns 0 or -1 with errno
- * set.
+ * pages are first written out a slice at a time, each finished before the
+ * next starts, so the disk queue never holds a checkpoint's worth of
+ * database pages in front of the update log's fdatasync, which a client's
+ * reply waits on. A slice holds about 1 MiB of dirty pages: it is 1 MiB
+ * of the file, or wider when `dirty` (bytes of dirty page cache, 0 if
+ * unknown) says they are spread thin. Returns 0 or -1 with errno set.
  */
-int store_sync_data(struct store *s);
+int store_sync_data(struct store *s, uint64_t dirty);
+
+/*
+ * Writes the dirty pages of the records back (the file past the bucket
+ * array), slice by slice as store_sync_data() does, and waits for them,
+ * but syncs nothing: it only turns dirty page cache back into page cache
+ * that reclaim can drop at once (memlimit.h). The bucket array is left
+ * alone: every update rewrites its bucket entry, so written back it would
+ * be dirty again within seconds, and it is locked in memory anyway.
+ * Returns 0, or -1 with errno set.
+ */
+int store_write_back(struct store *s, uint64_t dirty);
 
 /*
  * Restarts the iterator at the first record. Iteration visits records in

@@ -730,6 +730,7 @@ ulog_stats(struct ulog *u, struct ulog_stats *st)
     st->sync_us = u->sync_us;
     st->checkpoints = u->checkpoints;
     st->dirty_checkpoints = u->dirty_checkpoints;
+    st->write_backs = u->write_backs;
     st->purged = u->purged;
     if (u->nsegs > 0 && u->prepared > u->segs[u->nsegs - 1].size) {
         st->prepared_ahead = u->prepared - u->segs[u->nsegs - 1].size;

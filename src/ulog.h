@@ -145,6 +145,8 @@ struct ulog_options {
     uint64_t checkpoint_growth; /* ... or once the database grew this much */
     uint64_t checkpoint_dirty; /* ... or once db_dirty() reports this much;
                                   0: not */
+    uint64_t writeback_dirty;  /* db_write_back() once db_dirty() reports
+                                  this much; 0: never */
     struct clock *clock;       /* lsn source (shared with write stamps) */
     struct logger *log;
     /* Syncs the database file to disk; 0 on success (checkpoints). */
@@ -155,6 +157,9 @@ struct ulog_options {
     /* Bytes of dirty page cache that a checkpoint would write back (the
      * memory cgroup's, memlimit.h); 0 or -1 (unknown). May be NULL. */
     int (*db_dirty)(void *arg, uint64_t *bytes);
+    /* Writes dirty database pages back without syncing (store.h,
+     * store_write_back()), `dirty` being db_dirty()'s figure; 0 or -1. */
+    int (*db_write_back)(void *arg, uint64_t dirty);
     /* The database file's seal salt, which names this version of the
      * file (recorded with its size in checkpoints); may be NULL. */
     uint32_t (*db_salt)(void *arg);
@@ -198,6 +203,7 @@ struct ulog_stats {
     uint64_t sync_us;        /* time spent in them, microseconds */
     uint64_t checkpoints;
     uint64_t dirty_checkpoints; /* ... started by checkpoint_dirty */
+    uint64_t write_backs;    /* db_write_back() calls */
     uint64_t purged;         /* segments removed */
     uint64_t prepared_ahead; /* zeroed, synced bytes past the end */
     bool failed;
@@ -213,6 +219,11 @@ struct ulog_reader;
  */
 struct ulog *ulog_open(const struct ulog_options *o, struct ulog_recovery *rec,
                        char *err, size_t errlen);
+
+/* Changes ulog_options.checkpoint_dirty and writeback_dirty; before
+ * ulog_start() only. */
+void ulog_set_dirty_bounds(struct ulog *u, uint64_t checkpoint,
+                           uint64_t write_back);
 
 /* Starts the sync and checkpoint threads. Returns 0 or -1. */
 int ulog_start(struct ulog *u);

@@ -143,6 +143,14 @@ ulog_checkpoint(struct ulog *u)
     return ULOG_OK;
 }
 
+void
+ulog_set_dirty_bounds(struct ulog *u, uint64_t checkpoint, uint64_t write_back)
+{
+    assert(!u->threads); /* read by the checkpoint thread */
+    u->o.checkpoint_dirty = checkpoint;
+    u->o.writeback_dirty = write_back;
+}
+
 void *
 ulog_checkpoint_main(void *arg)
 {
@@ -179,9 +187,20 @@ ulog_checkpoint_main(void *arg)
         }
         uint64_t dirty;
         bool by_dirty = false;
-        if (!due && tick < 1000 && u->o.db_dirty(u->o.arg, &dirty) == 0 &&
-            dirty >= u->o.checkpoint_dirty) {
+        bool known = !due && tick < 1000 &&
+                     u->o.db_dirty(u->o.arg, &dirty) == 0;
+        if (known && dirty >= u->o.checkpoint_dirty) {
             due = by_dirty = true;
+        } else if (known && u->o.writeback_dirty > 0 &&
+                   dirty >= u->o.writeback_dirty &&
+                   u->o.db_write_back != NULL) {
+            /* Dirty pages of records written back between checkpoints,
+             * as RocksDB's bytes_per_sync does: reclaim finds clean
+             * pages, and no checkpoint has a pile to write. */
+            u->o.db_write_back(u->o.arg, dirty);
+            pthread_mutex_lock(&u->lock);
+            u->write_backs++;
+            continue;
         }
         if (!due) {
             pthread_mutex_lock(&u->lock);

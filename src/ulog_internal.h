@@ -132,6 +132,7 @@ struct ulog {
     uint64_t sync_us;
     uint64_t checkpoints;
     uint64_t dirty_checkpoints; /* of them, started by dirty bytes */
+    uint64_t write_backs;       /* db_write_back() calls */
     uint64_t purged;
 };
 

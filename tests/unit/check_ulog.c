@@ -665,6 +665,62 @@ START_TEST(test_checkpoint_when_dirty)
 }
 END_TEST
 
+static _Atomic int write_backs;
+
+static int
+_db_write_back(void *arg, uint64_t dirty)
+{
+    (void)arg;
+    (void)dirty;
+    atomic_fetch_add(&write_backs, 1);
+    return 0;
+}
+
+/* Between the two bounds the records' dirty pages are written back, and
+ * no checkpoint is taken. */
+START_TEST(test_write_back_when_dirty)
+{
+    struct ulog_options o;
+    struct ulog_recovery rec;
+    char err[256];
+    memset(&o, 0, sizeof(o));
+    snprintf(o.dir, sizeof(o.dir), "%s/ulog", dir);
+    o.segment_max = 1 << 20;
+    o.fsync = ULOG_FSYNC_NEVER;
+    o.sid = 1;
+    o.checkpoint_ms = 1000000;
+    o.checkpoint_bytes = UINT64_MAX;
+    o.checkpoint_dirty = 32 << 20;
+    o.writeback_dirty = 16 << 20;
+    o.db_dirty = _db_dirty;
+    o.db_write_back = _db_write_back;
+    o.clock = &clk;
+    o.log = &lg;
+    atomic_store(&dirty_bytes, 15 << 20);
+    atomic_store(&write_backs, 0);
+    struct ulog *u = ulog_open(&o, &rec, err, sizeof(err));
+    ck_assert_msg(u != NULL, "%s", err);
+    ck_assert_int_eq(ulog_start(u), 0);
+    _append(u, "a", "1");
+    uint64_t deadline = util_mono_ms() + 300;
+    while (util_mono_ms() < deadline) {
+        usleep(10000);
+    }
+    ck_assert_int_eq(atomic_load(&write_backs), 0);
+    atomic_store(&dirty_bytes, 20 << 20);
+    deadline = util_mono_ms() + 5000;
+    while (atomic_load(&write_backs) == 0 && util_mono_ms() < deadline) {
+        usleep(10000);
+    }
+    ck_assert_int_gt(atomic_load(&write_backs), 0);
+    struct ulog_stats st;
+    ulog_stats(u, &st);
+    ck_assert_uint_eq(st.checkpoints, 0);
+    ck_assert_uint_gt(st.write_backs, 0);
+    ulog_close(u);
+}
+END_TEST
+
 START_TEST(test_u4_checkpoint_waits_for_inflight)
 {
     struct ulog_recovery rec;
@@ -871,6 +927,7 @@ ulog_suite(void)
     tcase_add_test(tc, test_held_segment_does_not_repeat_checkpoints);
     tcase_add_test(tc, test_checkpoint_when_database_grew);
     tcase_add_test(tc, test_checkpoint_when_dirty);
+    tcase_add_test(tc, test_write_back_when_dirty);
     tcase_add_test(tc, test_reader_sleeps_through_a_skipped_origin);
     tcase_add_test(tc, test_durable_reader_sleeps_until_another_origin_is_durable);
     tcase_set_timeout(tc, 60);

@@ -104,6 +104,7 @@ static const char *const stats_figures[] = {
     "kura_ulog_sync_us",
     "kura_ulog_checkpoints",
     "kura_ulog_dirty_checkpoints",
+    "kura_ulog_write_backs",
     "kura_ulog_segments_removed",
     "kura_ulog_prepared_bytes",
     "kura_ulog_failed",
