@@ -10,9 +10,12 @@
  * refused with the offset and what is wrong after a clean one. `kura
  * check` runs the same check by hand.
  *
- * The check reads the file once through a read-only mapping (tcfile.h)
- * and needs two bitmaps of (file size >> alignment power) bits (about
- * 6 MB each for a 730 MB file):
+ * The check reads the file once, in order, through a read-only mapping
+ * (tcfile.h), and needs two bitmaps of (file size >> alignment power)
+ * bits (about 6 MB each for a 730 MB file); the deep check also keeps
+ * the records that share a bucket with another (their key and links) to
+ * walk the trees without reading the file out of order again, or reads
+ * it again for each range of buckets its budget holds:
  *   - the header is sane and agrees with the file's size;
  *   - records and free blocks tile the block area exactly, each with a
  *     known magic byte and sizes that stay inside the file;
@@ -73,5 +76,16 @@ struct dbcheck_report {
  */
 enum dbcheck_status dbcheck_file(const char *path, unsigned flags,
                                  struct dbcheck_report *r);
+
+/*
+ * dbcheck_file() with `budget` bytes for the deep check's trees, where
+ * dbcheck_file() takes a quarter of the memory the process may use
+ * (memlimit.h), at most 512 MiB. The trees are checked from the records
+ * read in file order; what the budget cannot hold at once is checked by
+ * ranges of buckets, one more pass over the file each.
+ */
+enum dbcheck_status dbcheck_file_within(const char *path, unsigned flags,
+                                        size_t budget,
+                                        struct dbcheck_report *r);
 
 #endif

@@ -72,6 +72,8 @@ struct memplan {
                              dirty; 0: no such bound */
     uint64_t writeback_at; /* write dirty records back (store.h) once
                              this much is dirty; 0: never */
+    uint32_t checkpoint_ms; /* checkpoint at least this often; 0: -ckpt */
+    uint64_t checkpoint_log; /* ... or after this much log; 0: default */
 };
 
 void memlimit_plan(const struct memlimit *m, struct memplan *out);

@@ -7,7 +7,38 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "prefetch.h"
 #include "util.h"
+
+/*
+ * Records read ahead of the one being redone, their keys' pages asked
+ * for at once (prefetch.h): redo applies one record at a time, and a
+ * database larger than memory made each wait for its page. 82,263
+ * records took 13.7 s inside a 256 MiB limit (a 2.4 GB database).
+ */
+#define RECOVERY_AHEAD 256
+
+/* Reads ahead: asks for the pages of the keys of the records up to
+ * RECOVERY_AHEAD past `done`. */
+static void
+_read_ahead(struct prefetch *pf, struct ulog_reader *ahead, uint64_t *asked,
+            uint64_t done)
+{
+    void *ready[64];
+    while (prefetch_reap(pf, ready, 64) == 64) {
+    }
+    while (ahead != NULL && *asked < done + RECOVERY_AHEAD) {
+        struct logrec rec;
+        if (ulog_reader_next(ahead, &rec, false) != ULOG_OK) {
+            break;
+        }
+        (*asked)++;
+        if (rec.op != LOGREC_FLUSH) {
+            (void)prefetch_key(pf, rec.key, rec.nkey, pf);
+        }
+    }
+    prefetch_submit(pf);
+}
 
 int
 recovery_redo(struct txn_engine *eng, struct ulog *ulog, uint64_t from,
@@ -31,8 +62,21 @@ recovery_redo(struct txn_engine *eng, struct ulog *ulog, uint64_t from,
         snprintf(err, errlen, "cannot start redo");
         return -1;
     }
+    /* A second reader runs ahead for the prefetcher; without one (an
+     * in-memory store, no io_uring) redo reads as it goes. */
+    char why[160];
+    struct prefetch *pf = prefetch_create(eng->store, RECOVERY_AHEAD, why,
+                                          sizeof(why));
+    struct ulog_reader *ahead = NULL;
+    if (pf != NULL && ulog_reader_open(ulog, from, &ahead) != ULOG_OK) {
+        ahead = NULL;
+    }
+    uint64_t asked = 0;
     for (;;) {
         struct logrec rec;
+        if (pf != NULL && res->records % 64 == 0) {
+            _read_ahead(pf, ahead, &asked, res->records);
+        }
         st = ulog_reader_next(r, &rec, false);
         if (st == ULOG_END) {
             break;
@@ -58,6 +102,8 @@ recovery_redo(struct txn_engine *eng, struct ulog *ulog, uint64_t from,
         res->applied += applied ? 1 : 0;
     }
     txn_batch_deinit(&b);
+    ulog_reader_close(ahead);
+    prefetch_destroy(pf);
     ulog_reader_close(r);
     if (rc == 0 && res->records > 0) {
         log_info(log, "redo: %" PRIu64 " records after the checkpoint "

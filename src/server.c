@@ -337,6 +337,16 @@ _open_ulog(struct server *srv, struct ulog_recovery *found, char *err,
     o.sid = s->sid;
     o.checkpoint_ms = s->ckpt_s * 1000; /* -ckpt, default 25 s */
     o.checkpoint_bytes = CHECKPOINT_BYTES;
+    /* "At least this often": more often under a memory limit, where
+     * redo runs at the disk's pace (memlimit.h). */
+    if (srv->plan.checkpoint_ms > 0 && srv->plan.checkpoint_ms <
+                                           o.checkpoint_ms) {
+        o.checkpoint_ms = srv->plan.checkpoint_ms;
+    }
+    if (srv->plan.checkpoint_log > 0 && srv->plan.checkpoint_log <
+                                            o.checkpoint_bytes) {
+        o.checkpoint_bytes = srv->plan.checkpoint_log;
+    }
     o.checkpoint_growth = CHECKPOINT_GROWTH;
     o.checkpoint_dirty = srv->plan.dirty_max; /* 0 without a memory limit */
     o.writeback_dirty = srv->plan.writeback_at;
@@ -604,7 +614,6 @@ _start_workers(struct server *srv, char *err, size_t errlen)
     srv->shared.limits.http = !s->nohttp;
     srv->shared.idle_timeout_s = s->tout;
     srv->shared.watermark = SERVER_WATERMARK;
-    srv->shared.prefetch_depth = SERVER_PREFETCH_DEPTH;
     atomic_init(&srv->shared.curr_conns, 0);
     srv->workers = calloc((size_t)s->thnum, sizeof(*srv->workers));
     if (srv->workers == NULL) {

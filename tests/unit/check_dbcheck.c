@@ -305,6 +305,45 @@ _put_link(uint64_t at, uint64_t off)
     _scribble(at, v, 4);
 }
 
+/* With a budget too small for the trees at once, the deep check walks
+ * them by ranges of buckets, one more pass each, and finds the same. */
+START_TEST(test_deep_check_by_ranges_of_buckets)
+{
+    struct dbcheck_report r;
+    struct tcfile_block b;
+    uint32_t bucket;
+
+    _build_plain(400);
+    ck_assert_int_eq(dbcheck_file_within(path, DBCHECK_DEEP, 1500, &r),
+                     DBCHECK_OK);
+    ck_assert_uint_eq(r.records, 400);
+
+    ck_assert(_find(_one_left_child, &b, &bucket));
+    _put_link(b.off + 2 + 4, b.left);
+    _put_link(b.off + 2, 0);
+    ck_assert_int_eq(dbcheck_file_within(path, DBCHECK_DEEP, 1500, &r),
+                     DBCHECK_DAMAGED);
+    ck_assert_msg(strstr(r.damage, "out of its tree's order") != NULL, "%s",
+                  r.damage);
+
+    _build_plain(400);
+    ck_assert(_find(_any, &b, &bucket));
+    uint32_t other = (bucket + 50) % 101;
+    struct tcfile f;
+    char why[160];
+    ck_assert_int_eq(tcfile_open(&f, path, why, sizeof(why)), TCFILE_OK);
+    uint64_t root = tcfile_bucket(&f, bucket);
+    uint64_t other_root = tcfile_bucket(&f, other);
+    tcfile_close(&f);
+    _put_link(256 + 4 * (uint64_t)bucket, other_root);
+    _put_link(256 + 4 * (uint64_t)other, root);
+    ck_assert_int_eq(dbcheck_file_within(path, DBCHECK_DEEP, 1500, &r),
+                     DBCHECK_DAMAGED);
+    ck_assert_msg(strstr(r.damage, "another key's bucket") != NULL, "%s",
+                  r.damage);
+}
+END_TEST
+
 /* store.h D4: what a power cut can do to a file is found by the deep
  * check, and only by it. */
 START_TEST(test_deep_check_finds_torn_and_detached)
@@ -369,6 +408,7 @@ dbcheck_suite(void)
     tcase_add_test(tc, test_values_leave_out_tombstones);
     tcase_add_test(tc, test_damage_is_found);
     tcase_add_test(tc, test_deep_check_finds_torn_and_detached);
+    tcase_add_test(tc, test_deep_check_by_ranges_of_buckets);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

@@ -215,6 +215,8 @@ START_TEST(test_plan)
     ck_assert_int_eq(p.xmsiz, (int64_t)1 << 30); /* as before */
     ck_assert_uint_eq(p.dirty_max, 0);            /* the kernel's limits */
     ck_assert_uint_eq(p.writeback_at, 0);
+    ck_assert_uint_eq(p.checkpoint_ms, 0); /* -ckpt decides */
+    ck_assert_uint_eq(p.checkpoint_log, 0);
     ck_assert_uint_eq(p.pin_max, (uint64_t)6 << 30);
     m.limit = (uint64_t)256 << 20;
     m.version = 1;
@@ -223,6 +225,8 @@ START_TEST(test_plan)
     ck_assert_uint_eq(p.pin_max, (uint64_t)64 << 20);
     ck_assert_uint_eq(p.dirty_max, (uint64_t)32 << 20);
     ck_assert_uint_eq(p.writeback_at, (uint64_t)16 << 20);
+    ck_assert_uint_eq(p.checkpoint_ms, 5000);
+    ck_assert_uint_eq(p.checkpoint_log, (uint64_t)64 << 20);
     m.limit = (uint64_t)32 << 20;
     memlimit_plan(&m, &p);
     ck_assert_uint_eq(p.dirty_max, (uint64_t)8 << 20);
