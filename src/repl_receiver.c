@@ -18,6 +18,7 @@
 #include "buf.h"
 #include "hist.h"
 #include "netio.h"
+#include "prefetch.h"
 #include "repl_progress.h"
 #include "repl_proto.h"
 #include "util.h"
@@ -33,6 +34,7 @@
 #define HELLO_TIMEOUT_MS 5000
 #define SILENCE_MS 5000 /* no frame for this long: the master is gone */
 #define READ_MAX ((size_t)4 << 20) /* bytes taken from the socket per round */
+#define RECEIVER_AHEAD 256         /* records whose pages are read ahead */
 
 struct repl_receiver {
     struct repl_receiver_options o;
@@ -58,6 +60,7 @@ struct repl_receiver {
     uint64_t master_now_us;
     struct txn_batch batch;
     struct repl_progress progress; /* what may be acknowledged (R8) */
+    struct prefetch *prefetch;     /* NULL: records read as applied */
 };
 
 static int
@@ -414,6 +417,45 @@ _handshake(struct repl_receiver *s, int fd, char *line, size_t cap)
     return -1;
 }
 
+/*
+ * Asks at once for the pages of the keys of the records received (at
+ * most RECEIVER_AHEAD of them), before they are applied one after the
+ * other (prefetch.h): on a standby whose database is larger than its
+ * memory, each would otherwise wait for its page in turn, and the
+ * standby would fall behind a master that keeps its data in memory.
+ */
+struct ahead {
+    size_t bytes;    /* frames from the buffer's head asked for already */
+    unsigned frames; /* ... how many */
+};
+
+static void
+_read_ahead(struct repl_receiver *s, const struct buf *in, struct ahead *a)
+{
+    if (s->prefetch == NULL || a->frames > RECEIVER_AHEAD / 2) {
+        return;
+    }
+    void *ready[64];
+    while (prefetch_reap(s->prefetch, ready, 64) == 64) {
+    }
+    const uint8_t *p = (const uint8_t *)buf_head(in) + a->bytes;
+    size_t left = buf_len(in) - a->bytes;
+    struct repl_frame f;
+    for (; a->frames < RECEIVER_AHEAD &&
+           repl_frame_decode(p, left, &f) == REPL_OK;
+         a->frames++) {
+        if (f.type == REPL_FRAME_RECORD && f.rec.op != LOGREC_FLUSH) {
+            (void)prefetch_key(s->prefetch, f.rec.key, f.rec.nkey, s);
+        } else if (f.type == REPL_FRAME_SNAP_ITEM) {
+            (void)prefetch_key(s->prefetch, f.key, f.nkey, s);
+        }
+        p += f.len;
+        left -= f.len;
+        a->bytes += f.len;
+    }
+    prefetch_submit(s->prefetch);
+}
+
 static void
 _session(struct repl_receiver *s, int fd)
 {
@@ -480,13 +522,19 @@ _session(struct repl_receiver *s, int fd)
         struct repl_frame f;
         enum repl_status fs;
         bool failed = false;
+        struct ahead ahead = {0, 0};
         while ((fs = repl_frame_decode((const uint8_t *)buf_head(&ss.in),
                                        buf_len(&ss.in), &f)) == REPL_OK) {
+            _read_ahead(s, &ss.in, &ahead); /* the next frames' pages */
             if (_frame(s, &ss, &f) != 0) {
                 failed = true;
                 break;
             }
             buf_consume(&ss.in, f.len);
+            if (ahead.frames > 0) {
+                ahead.frames--;
+                ahead.bytes -= f.len;
+            }
         }
         if (failed || fs == REPL_CORRUPT) {
             if (fs == REPL_CORRUPT) {
@@ -613,6 +661,9 @@ repl_receiver_create(const struct repl_receiver_options *o,
     }
     repl_progress_init(&s->progress,
                        (struct repl_position){s->rts, s->rts_seq});
+    char why[160];
+    s->prefetch = prefetch_create(eng->store, RECEIVER_AHEAD, why,
+                                  sizeof(why));
     /* txn.h T10: under -fsync peer what the peer sends is in its log
      * already; waiting for it to report our copy back would stall the
      * stream (and each side's receiver on the other's). */
@@ -687,6 +738,7 @@ repl_receiver_destroy(struct repl_receiver *s)
         _persist(s);
     }
     txn_batch_deinit(&s->batch);
+    prefetch_destroy(s->prefetch);
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->lock);
     free(s);

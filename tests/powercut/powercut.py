@@ -6,7 +6,7 @@ any instant loses no acknowledged write, and kurad restarts by itself.
     powercut.py [--kurad PATH] [--kura PATH] [--crashfs PATH] [--cuts N]
                 [--seed N] [--modes drop,torn,writeback] [--moments M,...]
                 [--fsync always|100|never|peer] [--keep] [--budget SECONDS]
-                [--verbose]
+                [--memory-limit SIZE [--prefill N]] [--verbose]
 
 The caller builds crashfs (tools/powercut and tests/powercut/run-short do,
 into build/tests/crashfs/crashfs, the default --crashfs):
@@ -37,6 +37,15 @@ cycle and in every earlier cycle of the scenario is there. Moments:
   pair             both masters of a master/master pair at once
   active           (with --fsync peer only) the active server of a pair,
                    the standby on a plain directory that keeps power
+  kill9            (only when named) no power cut: kill -9 of kurad under
+                   the load, on a plain directory, and a restart there
+
+With --memory-limit SIZE every kurad runs in a memory cgroup of its own
+limited to SIZE (k, m, g suffixes; as systemd's MemoryMax= would: cgroup
+v2 memory.max, or v1 memory.limit_in_bytes, tools/lib/memcg.py), and the
+run also fails if one was OOM-killed; --prefill N first loads N 1,000-byte
+records into each single-server scenario (through a kurad with no limit),
+so that the database is larger than the limit.
 
 Moments go round-robin over the cuts and modes rotate so that every mode
 meets every moment (11 moments x 3 modes = 33 cuts for full coverage).
@@ -96,10 +105,13 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "tools", "lib"))
+import memcg  # noqa: E402
 MODES = ["drop", "torn", "writeback"]
 MOMENTS = ["load", "checkpoint", "rotation", "removal", "checkpoint-file", "fresh",
            "shutdown", "optimize", "resync-standby", "resync-master", "pair"]
 PEER_MOMENTS = ["active"]   # --fsync peer only
+EXTRA_MOMENTS = ["kill9"]   # only when named
 SINGLE_MOMENTS = {"load", "checkpoint", "rotation", "removal", "checkpoint-file",
                   "shutdown", "optimize"}
 
@@ -184,6 +196,16 @@ class Harness:
         shutil.copy2(args.kurad, self.kurad)
         shutil.copy2(args.kura, self.kura)
         self.crashfs = args.crashfs
+        self.memlimit = args.memory_limit   # bytes, or 0
+        self.cgroups = []        # MemCgroups of kurads not yet released
+        self.ooms = 0            # OOM kills seen in them
+
+    def release_cgroup(self, cg):
+        """Once its process is gone: counts its OOM kills, removes it."""
+        if cg in self.cgroups:
+            self.ooms += cg.ooms()
+            cg.destroy()
+            self.cgroups.remove(cg)
 
     def log(self, msg):
         print(msg, flush=True)
@@ -192,11 +214,12 @@ class Harness:
         if self.verbose:
             print("    " + msg, flush=True)
 
-    def spawn(self, argv, out_path):
+    def spawn(self, argv, out_path, preexec=None):
         out = open(out_path, "ab")
         try:
             p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
-                                 stderr=subprocess.STDOUT, start_new_session=True)
+                                 stderr=subprocess.STDOUT, start_new_session=True,
+                                 preexec_fn=preexec)
         finally:
             out.close()
         self.procs.append(p)
@@ -241,6 +264,8 @@ class Harness:
                     p.wait(timeout=KILL_WAIT)
                 except (OSError, subprocess.TimeoutExpired):
                     pass
+        for cg in list(self.cgroups):
+            self.release_cgroup(cg)
         self.pool.shutdown(wait=False)
         if self.failed and self.args.keep:
             print("kept %s for inspection" % self.tmp, flush=True)
@@ -445,14 +470,21 @@ class Kurad:
         self.h, self.name, self.db, self.port = h, name, db, port
         self.log_path, self.extra = log_path, list(extra)
         self.proc = None
+        self.cg = None
 
     def argv(self):
         return [self.h.kurad, "-port", str(self.port), "-thnum", "2", "-log", self.log_path,
                 "-ckpt", "1", "-ulim", "256k", "-ukeep", "2", "-fsync", self.h.args.fsync] + \
             self.extra + [self.db]
 
-    def start(self):
-        self.proc = self.h.spawn(self.argv(), self.log_path + ".out")
+    def start(self, limited=True):
+        preexec = None
+        if self.h.memlimit and limited:
+            self.cg = memcg.MemCgroup.create("kura-powercut-%d" % self.port,
+                                             self.h.memlimit)
+            self.h.cgroups.append(self.cg)
+            preexec = self.cg.enter
+        self.proc = self.h.spawn(self.argv(), self.log_path + ".out", preexec)
         return self
 
     def alive(self):
@@ -476,9 +508,13 @@ class Kurad:
 
     def reap(self, deadline=KILL_WAIT):
         try:
-            return self.proc.wait(timeout=deadline)
+            rc = self.proc.wait(timeout=deadline)
         except subprocess.TimeoutExpired:
             return None
+        if self.cg is not None:
+            self.h.release_cgroup(self.cg)
+            self.cg = None
+        return rc
 
     def terminate(self, deadline=STOP_WAIT):
         """SIGTERM and wait; returns the exit code, or None on timeout (then kill -9)."""
@@ -495,12 +531,13 @@ class Kurad:
         return rc
 
 
-def start_kurad(h, name, db, log_path, extra_for_port, deadline, port=None):
-    """Starts kurad, retrying on another port if its port was taken meanwhile.
-    Returns (Kurad, ready)."""
+def start_kurad(h, name, db, log_path, extra_for_port, deadline, port=None,
+                limited=True):
+    """Starts kurad (inside --memory-limit unless not `limited`), retrying
+    on another port if its port was taken meanwhile. Returns (Kurad, ready)."""
     for attempt in range(3):
         p = port if port is not None else h.free_port()
-        k = Kurad(h, name, db, p, log_path, extra_for_port(p)).start()
+        k = Kurad(h, name, db, p, log_path, extra_for_port(p)).start(limited)
         ready = k.wait_ready(deadline)
         if ready or port is not None or not k.port_taken() or attempt == 2:
             return k, ready
@@ -607,7 +644,9 @@ class CutResult:
         # A lone server under -fsync peer runs the fallback: as always (PC2).
         fallback = fsync == "peer" and (self.moment in SINGLE_MOMENTS or
                                         self.moment == "fresh")
-        if fsync == "always" or fallback or self.moment == "active":  # PC2, PC4, PC7
+        # kill -9 loses nothing under any policy (README, "What survives
+        # what"): the page cache keeps every write.
+        if fsync == "always" or fallback or self.moment in ("active", "kill9"):
             return bool(self.lost or self.stale or self.old_lost or self.old_stale)
         return False
 
@@ -711,7 +750,79 @@ class Runner:
         if s is None:
             s = Scenario(self.h, kind, nbacking)
             self.scen[kind] = s
+            if kind == "main" and self.args.prefill > 0:
+                self.prefill(s)
         return s
+
+    def prefill(self, s):
+        """--prefill: N 1,000-byte records loaded into the BACKING (by a kurad
+        with no memory limit), so that the database outgrows the limit."""
+        log = s.path("logs", "prefill.log")
+        k, ready = start_kurad(self.h, "prefill", db_of(s.backings[0]), log,
+                               lambda p: [], START_WAIT, limited=False)
+        if not ready:
+            raise HarnessError("kurad did not start for --prefill: %s" %
+                               " | ".join(tail(log, 8)))
+        try:
+            gen = subprocess.Popen([self.h.kura, "load", "--generate",
+                                    str(self.args.prefill), "--value-size", "1000",
+                                    "--out", "-"], stdout=subprocess.PIPE,
+                                   start_new_session=True)
+            self.h.procs.append(gen)
+            res = subprocess.run([self.h.kura, "load", "-", "--port", str(k.port)],
+                                 stdin=gen.stdout, capture_output=True, timeout=600)
+            gen.stdout.close()
+            gen.wait(timeout=KILL_WAIT)
+            if res.returncode != 0:
+                raise HarnessError("--prefill: kura load failed: %s" %
+                                   res.stdout.decode(errors="replace").strip())
+        finally:
+            rc = k.terminate(STOP_WAIT)
+        if rc != 0:
+            raise HarnessError("--prefill: kurad did not stop cleanly (%s)" % rc)
+        self.h.debug("prefilled %d records (%d MiB)" % (
+            self.args.prefill, os.path.getsize(db_of(s.backings[0])) >> 20))
+
+    def cycle_kill9(self, r, rng):
+        """No power cut: kill -9 under the load on a plain directory (the
+        page cache keeps every write), then a restart there."""
+        s = self.scenario("main")
+        r.scenario = "%s#%d" % (s.name, s.cycles + 1)
+        s.cycles += 1
+        value_size = 1000 if rng.random() < 0.5 else 10
+        at = rng.uniform(0.3, LOAD_S - 0.3)
+        r.notes.append("value size %d" % value_size)
+        db = db_of(s.backings[0])
+        k = bench = None
+        try:
+            k, ready = start_kurad(self.h, "kurad", db, self.log_path(s, r.idx, "killed"),
+                                   lambda p: [], START_WAIT)
+            if not ready:
+                s.dead = s.failed = True
+                raise HarnessError("kurad did not start (before the kill): %s" %
+                                   " | ".join(tail(k.log_path, 8)))
+            ack = s.new_ack(r.idx)
+            s.acks.append(ack)
+            bench = Bench(self.h, k.port, ack.path, ack.label + ":", LOAD_S, value_size, 1000,
+                          self.log_path(s, r.idx, "bench")).start()
+            sleep_until(bench.t0 + at)
+            k.kill9()
+            if k.reap() is None:
+                raise HarnessError("kurad (pid %d) did not die after kill -9" % k.proc.pid)
+            r.how = "kill -9@%.2fs" % at
+            r.acked += bench.wait()
+        finally:
+            for p in (k, bench):
+                if p is not None and p.proc is not None and p.proc.poll() is None:
+                    p.proc.kill()
+                    p.proc.wait(timeout=KILL_WAIT)
+        k2 = self.restart(s, r, "restart", db, lambda p: [])
+        if k2 is None:
+            return
+        try:
+            self.check_acks(s, r, [ack], [k2.port])
+        finally:
+            self.stop(k2, r)
 
     def mount(self, s, i, seed, idx):
         m = CrashMount(self.h, s.backings[i], s.path("mnt", "m%d" % i), s.path("ctl%d.sock" % i),
@@ -1343,6 +1454,8 @@ class Runner:
                 self.cycle_pair(r, rng)
             elif moment == "active":
                 self.cycle_active(r, rng)
+            elif moment == "kill9":
+                self.cycle_kill9(r, rng)
         except HarnessError as e:
             r.errors.append(str(e))
             for s in self.scen.values():
@@ -1465,12 +1578,18 @@ def print_summary(h, results, moments, modes, elapsed):
               sum(r.old_stale for r in results), nan, errs, stops,
               sum(1 for r in results if r.log_errors)))
     h.log("seed %d, -fsync %s, %.0f s" % (h.args.seed, h.args.fsync, elapsed))
+    for cg in list(h.cgroups):
+        h.release_cgroup(cg)
+    if h.memlimit:
+        h.log("every kurad in a memory cgroup of %d MiB%s: %d OOM kills" % (
+            h.memlimit >> 20, ", %d records prefilled" % h.args.prefill
+            if h.args.prefill else "", h.ooms))
     h.log("%d cuts, %d refused to start, %d acknowledged writes lost, %d stale" % (n, R, L, S))
     if h.args.fsync == "always":
         ok = R == 0 and L == 0 and S == 0 and nan == 0 and errs == 0 and stops == 0
     else:
         ok = R == 0 and nan == 0 and errs == 0 and stops == 0
-    return ok
+    return ok and h.ooms == 0
 
 
 # ---- main --------------------------------------------------------------------
@@ -1494,11 +1613,21 @@ def parse_args(argv):
     ap.add_argument("--scenario-cycles", type=int, default=30,
                     help="cuts on one BACKING before a new scenario starts "
                          "(default 30; resync scenarios at most %d)" % RESYNC_CYCLES)
+    ap.add_argument("--memory-limit", default="0",
+                    help="run every kurad in a memory cgroup of this size (64m, 1g)")
+    ap.add_argument("--prefill", type=int, default=0,
+                    help="1,000-byte records loaded into each single-server scenario")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args(argv)
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    ml = a.memory_limit.lower()
+    try:
+        a.memory_limit = int(ml[:-1]) * units[ml[-1]] if ml[-1:] in units else int(ml)
+    except ValueError:
+        ap.error("bad --memory-limit %s" % ml)
     a.modes = [x for x in a.modes.split(",") if x]
     a.moments = [x for x in a.moments.split(",") if x]
-    known = MOMENTS + (PEER_MOMENTS if a.fsync == "peer" else [])
+    known = MOMENTS + EXTRA_MOMENTS + (PEER_MOMENTS if a.fsync == "peer" else [])
     bad = [x for x in a.modes if x not in MODES] + [x for x in a.moments if x not in known]
     if bad or not a.modes or not a.moments or a.cuts < 1 or a.scenario_cycles < 1:
         ap.error("bad --modes/--moments/--cuts: %s" % ",".join(bad))
