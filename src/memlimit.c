@@ -368,7 +368,12 @@ memlimit_plan(const struct memlimit *m, struct memplan *out)
     out->writeback_at = 0;
     out->checkpoint_ms = 0;
     out->checkpoint_log = 0;
+    out->maxconn = 0;
     if (memlimit_limited(m)) {
+        uint64_t conns = mem / 2 / MEMLIMIT_CONN_BYTES;
+        out->maxconn = conns > UINT32_MAX ? UINT32_MAX
+                       : conns < 64       ? 64
+                                          : (uint32_t)conns;
         out->checkpoint_ms = MEMLIMIT_CHECKPOINT_MS;
         out->checkpoint_log = MEMLIMIT_CHECKPOINT_LOG;
         uint64_t d = mem / MEMLIMIT_DIRTY_SHARE;

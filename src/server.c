@@ -486,8 +486,6 @@ _open_storage(struct server *srv, char *err, size_t errlen)
                  "optimize instead");
         return -1;
     }
-    memlimit_read(&srv->mem, "");
-    memlimit_plan(&srv->mem, &srv->plan);
     /* The log first: its checkpoint says how much of the database file
      * a rebuild must read (store.h, store_redo_bound). */
     struct ulog_recovery found;
@@ -759,7 +757,17 @@ _start(struct server *srv, char *err, size_t errlen)
     uint64_t want = (uint64_t)s->maxconn + reserve;
     uint64_t got = daemon_raise_nofile(want);
     srv->maxconn = s->maxconn;
-    if (got < want) {
+    memlimit_read(&srv->mem, "");
+    memlimit_plan(&srv->mem, &srv->plan);
+    if (srv->plan.maxconn > 0 && srv->maxconn > srv->plan.maxconn) {
+        log_warn(&srv->log, "a memory limit of %" PRIu64 " MiB: connection "
+                 "limit lowered from %u to %u (at about %u KiB each, half "
+                 "of the memory; see etc/tuning.md, \"Data larger than "
+                 "memory\")", srv->mem.limit >> 20, srv->maxconn,
+                 srv->plan.maxconn, MEMLIMIT_CONN_BYTES >> 10);
+        srv->maxconn = srv->plan.maxconn;
+    }
+    if (got < want && (got <= reserve || got - reserve < srv->maxconn)) {
         srv->maxconn = got > reserve ? (uint32_t)(got - reserve) : 1;
         log_warn(&srv->log,
                  "file descriptor limit is %llu: connection limit lowered "

@@ -80,6 +80,9 @@ struct worker {
     struct conn_host host;
     struct prefetch *prefetch;  /* NULL: requests read synchronously */
     struct event *prefetch_ev;
+    uint64_t closed_since_trim; /* connections freed since malloc_trim() */
+    uint64_t trimmed_ms;
+    struct event *trim_ev;      /* a second's tick for the last of them */
 };
 
 /*

@@ -216,6 +216,7 @@ START_TEST(test_plan)
     ck_assert_uint_eq(p.dirty_max, 0);            /* the kernel's limits */
     ck_assert_uint_eq(p.writeback_at, 0);
     ck_assert_uint_eq(p.checkpoint_ms, 0); /* -ckpt decides */
+    ck_assert_uint_eq(p.maxconn, 0);       /* -maxconn decides */
     ck_assert_uint_eq(p.checkpoint_log, 0);
     ck_assert_uint_eq(p.pin_max, (uint64_t)6 << 30);
     m.limit = (uint64_t)256 << 20;
@@ -226,6 +227,7 @@ START_TEST(test_plan)
     ck_assert_uint_eq(p.dirty_max, (uint64_t)32 << 20);
     ck_assert_uint_eq(p.writeback_at, (uint64_t)16 << 20);
     ck_assert_uint_eq(p.checkpoint_ms, 5000);
+    ck_assert_uint_eq(p.maxconn, 4096);
     ck_assert_uint_eq(p.checkpoint_log, (uint64_t)64 << 20);
     m.limit = (uint64_t)32 << 20;
     memlimit_plan(&m, &p);
