@@ -311,6 +311,82 @@ def serve(args, kind, factor, records, db, limited, results, state):
             cg.destroy()
 
 
+def pair(args, kind, factor, records, work, results):
+    """A master/master pair, one side (B) inside the limit: B catches up
+    from an empty database (a full resync of A's), then updates run on A
+    with B's lag measured from outside, then on B with A's."""
+    a_dir = os.path.join(work, "pair-a-%s-%dx" % (kind, factor))
+    b_dir = os.path.join(work, "pair-b-%s-%dx" % (kind, factor))
+    for d in (a_dir, b_dir):
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+    bnum = records * BNUM_PER_RECORD[kind]
+    a_db = "%s/kura.tch#bnum=%d" % (a_dir, bnum)
+    b_db = "%s/kura.tch#bnum=%d" % (b_dir, bnum)
+    secs = load(args, kind, records, a_db)
+    log("pair %s %dx: %d records loaded into A in %.0f s" % (kind, factor,
+                                                             records, secs))
+    pa, pb = free_port(), free_port()
+    cg = memcg.MemCgroup.create("kura-bench-pair", args.limit)
+    a = Kurad(args, a_db, pa, None, args.kurad_arg +
+              ["-sid", "1", "-mhost", "127.0.0.1", "-mport", str(pb),
+               "-catchup", "0"])
+    b = Kurad(args, b_db, pb, cg, args.kurad_arg +
+              ["-sid", "2", "-mhost", "127.0.0.1", "-mport", str(pa),
+               "-catchup", "0"])
+    base = {"kind": kind, "factor": factor, "records": records,
+            "event": "pair"}
+    try:
+        a.start()
+        began = time.monotonic()
+        b.start()
+        deadline = began + 3600
+        while int(b.stats().get("curr_items", 0)) < records:
+            if time.monotonic() > deadline or not b.alive():
+                raise RuntimeError("the limited standby did not catch up")
+            time.sleep(1)
+        caught = time.monotonic() - began
+        log("  B (limited) caught up in %.0f s" % caught)
+        results.append(dict(base, what="catch-up", seconds=caught))
+        for src, dst, name in ((a, b, "updates on A, B limited"),
+                               (b, a, "updates on B (limited), A")):
+            st0 = (a.stats(), b.stats())
+            cmd = [args.kura, "bench", "--port", str(src.port), "--json",
+                   "--conns", "64", "--duration", str(args.duration),
+                   "--value-size", str(VALUE_SIZE[kind]), "--keyspace",
+                   str(records), "--lag-to", str(dst.port)] + WORKLOADS["update"]
+            r = json.loads(subprocess.run(cmd, capture_output=True,
+                                          text=True).stdout)
+            st1 = (a.stats(), b.stats())
+            resyncs = sum(int(t1.get("kura_repl_master_resyncs", 0)) -
+                          int(t0.get("kura_repl_master_resyncs", 0))
+                          for t0, t1 in zip(st0, st1))
+            m = dict(base, what=name, ops_per_s=r["ops_per_s"],
+                     p99_ms=r["p99_us"] / 1000, max_ms=r["max_us"] / 1000,
+                     lag_p50_ms=r["lag_p50_us"] / 1000,
+                     lag_p99_ms=r["lag_p99_us"] / 1000,
+                     lag_max_ms=r["lag_max_us"] / 1000,
+                     lag_timeouts=r["lag_timeouts"], resyncs=resyncs,
+                     errors=r["errors"])
+            results.append(m)
+            log("  %s: %.0f updates/s, p99 %.1f ms; lag p50 %.1f ms, p99 %.1f "
+                "ms, max %.0f ms, %d probes timed out; resyncs during it: %d"
+                % (name, m["ops_per_s"], m["p99_ms"], m["lag_p50_ms"],
+                   m["lag_p99_ms"], m["lag_max_ms"], m["lag_timeouts"],
+                   resyncs))
+        b.stop()
+        a.stop()
+        results.append(dict(base, what="ooms", count=cg.ooms()))
+    finally:
+        for k in (a, b):
+            if k.alive():
+                k.kill()
+        cg.destroy()
+        if not args.keep:
+            shutil.rmtree(a_dir, ignore_errors=True)
+            shutil.rmtree(b_dir, ignore_errors=True)
+
+
 def load(args, kind, records, db):
     port = free_port()
     kd = Kurad(args, db, port, None, args.kurad_arg)
@@ -369,6 +445,25 @@ def fmt_table(results, fio_res):
     return "\n".join(lines)
 
 
+def measure_dataset(args, kind, factor, records, work, results):
+    d = os.path.join(work, "%s-%dx" % (kind, factor))
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    db = "%s/kura.tch#bnum=%d" % (d, records * BNUM_PER_RECORD[kind])
+    secs = load(args, kind, records, db)
+    size = os.path.getsize(d + "/kura.tch")
+    log("%s %dx: %d records, %d MiB file, loaded in %.0f s" % (
+        kind, factor, records, size // MIB, secs))
+    results.append(dict(event="load", kind=kind, factor=factor,
+                        records=records, file_bytes=size, seconds=secs))
+    state = {"inserted": 0}
+    serve(args, kind, factor, records, db, True, results, state)
+    if not args.no_unlimited:
+        serve(args, kind, factor, records, db, False, results, state)
+    if not args.keep:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser(prog="bench-memory")
     ap.add_argument("--kurad", required=True)
@@ -387,12 +482,14 @@ def main():
     ap.add_argument("--no-kill", action="store_true")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--kurad-arg", action="append", default=[])
+    ap.add_argument("--pair", action="store_true",
+                    help="also a master/master pair with one side limited")
     args = ap.parse_args()
     units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
     lim = args.limit.lower()
     args.limit = int(lim[:-1]) * units[lim[-1]] if lim[-1] in units else int(lim)
     args.conns = [int(c) for c in args.conns.split(",")]
-    args.workloads = args.workloads.split(",")
+    args.workloads = [w for w in args.workloads.split(",") if w]
     for w in args.workloads:
         if w not in WORKLOADS:
             ap.error("unknown workload %s" % w)
@@ -420,23 +517,11 @@ def main():
         for kind in args.data.split(","):
             for factor in [int(x) for x in args.sizes.split(",")]:
                 records = int(factor * args.limit / RECORD_BYTES[kind])
-                d = os.path.join(work, "%s-%dx" % (kind, factor))
-                shutil.rmtree(d, ignore_errors=True)
-                os.makedirs(d)
-                db = "%s/kura.tch#bnum=%d" % (d, records * BNUM_PER_RECORD[kind])
-                secs = load(args, kind, records, db)
-                size = os.path.getsize(d + "/kura.tch")
-                log("%s %dx: %d records, %d MiB file, loaded in %.0f s" % (
-                    kind, factor, records, size // MIB, secs))
-                results.append(dict(event="load", kind=kind, factor=factor,
-                                    records=records, file_bytes=size,
-                                    seconds=secs))
-                state = {"inserted": 0}
-                serve(args, kind, factor, records, db, True, results, state)
-                if not args.no_unlimited:
-                    serve(args, kind, factor, records, db, False, results, state)
-                if not args.keep:
-                    shutil.rmtree(d, ignore_errors=True)
+                if args.workloads:
+                    measure_dataset(args, kind, factor, records, work,
+                                    results)
+                if args.pair:
+                    pair(args, kind, factor, records, work, results)
                 with open(os.path.join(out, "results.jsonl"), "w") as f:
                     for r in results:
                         f.write(json.dumps(r) + "\n")
@@ -448,7 +533,18 @@ def main():
         with open(os.path.join(out, "table.md"), "w") as f:
             f.write(table + "\n")
         print(table)
-        ooms = sum(r.get("count", 0) for r in results if r.get("event") == "ooms")
+        for r in results:
+            if r.get("event") == "pair" and "lag_p99_ms" in r:
+                print("pair %s %dx, %s: %.0f updates/s, p99 %.1f ms, max %.0f ms; "
+                      "lag p50 %.1f ms, p99 %.1f ms, max %.0f ms; resyncs %d" % (
+                          r["kind"], r["factor"], r["what"], r["ops_per_s"],
+                          r["p99_ms"], r["max_ms"], r["lag_p50_ms"],
+                          r["lag_p99_ms"], r["lag_max_ms"], r["resyncs"]))
+            elif r.get("event") == "pair" and r.get("what") == "catch-up":
+                print("pair %s %dx: the limited standby caught up from empty in "
+                      "%.0f s" % (r["kind"], r["factor"], r["seconds"]))
+        ooms = sum(r.get("count", 0) for r in results
+                   if r.get("event") == "ooms" or r.get("what") == "ooms")
         print("\nfio: " + ", ".join("%s QD%d %.0f IOPS (p99 %.0f us)" % (
             rw, d, v["iops"], v["p99_us"]) for (rw, d), v in fio_res.items()))
         print("OOM kills in the cgroups: %d; results in %s" % (ooms, out))
