@@ -612,6 +612,7 @@ _start_workers(struct server *srv, char *err, size_t errlen)
     srv->shared.limits.http = !s->nohttp;
     srv->shared.idle_timeout_s = s->tout;
     srv->shared.watermark = SERVER_WATERMARK;
+    srv->shared.prefetch_depth = SERVER_PREFETCH_DEPTH;
     atomic_init(&srv->shared.curr_conns, 0);
     srv->workers = calloc((size_t)s->thnum, sizeof(*srv->workers));
     if (srv->workers == NULL) {
