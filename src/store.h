@@ -65,6 +65,8 @@
  * Tokyo Cabinet's descriptor is told that reads are random and its
  * mapping past the bucket array likewise (no read-ahead: one record at a
  * time is what it reads), and the bucket array is asked for at once.
+ * How the file's pages are used (those hints, locking the bucket array,
+ * write-back, the layout) is in store_pages.c.
  *
  * store.c also defines sched_yield() as a no-op for the whole process, to
  * silence the micro-yields compiled into Debian's Tokyo Cabinet (see there).
