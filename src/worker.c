@@ -156,14 +156,19 @@ _trim(struct worker *w, uint64_t before, uint64_t at_least)
     }
 }
 
-/* Once a second: what the last closes left, once the clients are gone. */
+/* Once a second: what the last closes left, once the clients are gone;
+ * and reads ahead that a pass could not submit (the ring busy), which
+ * no later pass might otherwise send while their requests wait. */
 static void
-_on_trim_tick(evutil_socket_t fd, short what, void *arg)
+_on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct worker *w = arg;
     (void)fd;
     (void)what;
     _trim(w, w->host.nconns, 1);
+    if (w->prefetch != NULL) {
+        prefetch_submit(w->prefetch);
+    }
 }
 
 int
@@ -248,9 +253,9 @@ worker_init(struct worker *w, int id, struct worker_shared *shared)
         w->host.io_forget = _io_forget;
         w->host.io_arg = w;
     }
-    w->trim_ev = event_new(w->base, -1, EV_PERSIST, _on_trim_tick, w);
+    w->tick_ev = event_new(w->base, -1, EV_PERSIST, _on_tick, w);
     struct timeval second = {1, 0};
-    if (w->trim_ev == NULL || event_add(w->trim_ev, &second) != 0) {
+    if (w->tick_ev == NULL || event_add(w->tick_ev, &second) != 0) {
         return -1;
     }
     if (shared->idle_timeout_s > 0) {
@@ -387,8 +392,8 @@ worker_deinit(struct worker *w)
     if (w->prefetch_ev != NULL) {
         event_free(w->prefetch_ev);
     }
-    if (w->trim_ev != NULL) {
-        event_free(w->trim_ev);
+    if (w->tick_ev != NULL) {
+        event_free(w->tick_ev);
     }
     prefetch_destroy(w->prefetch);
     if (w->notify_ev != NULL) {

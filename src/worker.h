@@ -82,7 +82,8 @@ struct worker {
     struct event *prefetch_ev;
     uint64_t closed_since_trim; /* connections freed since malloc_trim() */
     uint64_t trimmed_ms;
-    struct event *trim_ev;      /* a second's tick for the last of them */
+    struct event *tick_ev;      /* a second's tick: the last of them, and
+                                   reads ahead left unsubmitted */
 };
 
 /*
