@@ -39,6 +39,8 @@ struct conn {
     struct proto_parser parser;
     enum proto_kind wire; /* text (and meta) or binary, from byte one */
     bool wire_known;
+    bool peer_closed;   /* the client shut its side: answer, then close */
+    bool yielded;       /* the last pass stopped to let others run */
     struct process_session session;
     size_t cursor; /* progress through a multi-key get */
     uint64_t sent;      /* bytes ever sent (absolute output offset) */
@@ -231,6 +233,7 @@ _process(struct conn *c)
     uint64_t staged = txn_staged_total(h->pctx->batch);
 
     txn_batch_set_owner(h->pctx->batch, c);
+    c->yielded = false;
     while (c->state == CONN_READING) {
         if (buf_len(&c->out) > h->watermark) {
             _set_state(c, CONN_DRAINING);
@@ -239,6 +242,7 @@ _process(struct conn *c)
         }
         if (handled++ == CONN_REQS_PER_EVENT) {
             stats_incr(h->stats, STATS_CONN_YIELDS);
+            c->yielded = true;
             event_active(&c->ev, EV_READ, 0);
             break;
         }
@@ -321,6 +325,13 @@ _process(struct conn *c)
             return;
         }
     }
+    if (c->peer_closed && c->state == CONN_READING && !c->yielded) {
+        /* Every whole request the client sent is answered; what is left
+         * is a partial request that can never complete. As memcached
+         * does, the replies go out before the server closes. */
+        _set_state(c, CONN_CLOSING);
+        _set_events(c, 0);
+    }
     buf_shrink(&c->in, CONN_BUF_KEEP);
     if (txn_staged_total(h->pctx->batch) != staged) {
         c->wrote = true;
@@ -347,7 +358,9 @@ _read(struct conn *c)
     }
     ssize_t n = read(c->fd, buf_tail(&c->in), buf_room(&c->in));
     if (n == 0) {
-        _close(c); /* EOF: a partial request is simply dropped */
+        /* End of input: the requests already read still get answers. */
+        c->peer_closed = true;
+        _process(c);
         return;
     }
     if (n < 0) {

@@ -9,6 +9,7 @@
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,69 @@ START_TEST(test_pipelined_batch)
     }
     ck_assert(kc_check(fd, req, want));
     close(fd);
+}
+END_TEST
+
+/*
+ * Reads from `fd` until the server closes it, for at most `timeout_ms`;
+ * returns the byte count (NUL-terminated in `out`), or -1 on timeout.
+ */
+static long
+_read_to_eof(int fd, char *out, size_t cap, int timeout_ms)
+{
+    size_t n = 0;
+    uint64_t deadline = harness_now_ms() + (uint64_t)timeout_ms;
+    while (harness_now_ms() < deadline && n + 1 < cap) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        if (poll(&pfd, 1, 50) <= 0) {
+            continue;
+        }
+        ssize_t r = recv(fd, out + n, cap - 1 - n, 0);
+        if (r <= 0) {
+            out[n] = '\0';
+            return (long)n;
+        }
+        n += (size_t)r;
+    }
+    out[n] = '\0';
+    return -1;
+}
+
+/*
+ * A client that pipelines requests and then shuts down its side of the
+ * connection (printf | nc, a batch job) gets every reply before the
+ * server closes, as from memcached. kurad closed at the end of input and
+ * dropped the replies still waiting for their writes to be durable
+ * (found by tools/difffuzz).
+ */
+START_TEST(test_half_close_answers_every_request)
+{
+    enum { N = 50 };
+    char req[N * 64];
+    char want[N * 64];
+    char got[N * 64];
+    size_t rn = 0;
+    size_t wn = 0;
+
+    for (int round = 0; round < 5; round++) {
+        int fd = kc_connect(k.port);
+        rn = wn = 0;
+        for (int i = 0; i < N; i++) {
+            rn += (size_t)snprintf(req + rn, sizeof(req) - rn,
+                                   "set hc%d 0 0 1\r\n%d\r\n", i, round);
+            wn += (size_t)snprintf(want + wn, sizeof(want) - wn,
+                                   "STORED\r\n");
+        }
+        rn += (size_t)snprintf(req + rn, sizeof(req) - rn, "get hc7\r\n");
+        wn += (size_t)snprintf(want + wn, sizeof(want) - wn,
+                               "VALUE hc7 0 1\r\n%d\r\nEND\r\n", round);
+        ck_assert_int_eq(kc_send(fd, req, rn), 0);
+        ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
+        ck_assert_int_eq(_read_to_eof(fd, got, sizeof(got), 5000),
+                         (long)wn);
+        ck_assert_str_eq(got, want);
+        close(fd);
+    }
 }
 END_TEST
 
@@ -482,6 +546,7 @@ protocol_suite(void)
     tcase_add_checked_fixture(tc, _start_default, _cleanup);
     tcase_add_test(tc, test_transcript);
     tcase_add_test(tc, test_pipelined_batch);
+    tcase_add_test(tc, test_half_close_answers_every_request);
     tcase_add_test(tc, test_byte_at_a_time);
     tcase_add_test(tc, test_value_size_limit);
     tcase_add_test(tc, test_quit_server_closes_first);
