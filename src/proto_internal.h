@@ -10,27 +10,7 @@
 #include <stdint.h>
 
 #include "proto.h"
-
-struct token {
-    const char *s;
-    size_t len;
-};
-
-/*
- * Number readers with memcached's safe_strto*() semantics: an optional '+'
- * (or '-' where signed), decimal digits, 64-bit range. The 32-bit readers
- * then truncate the way memcached's casts do.
- */
-bool proto_read_u64(const struct token *t, uint64_t *out);
-bool proto_read_u32(const struct token *t, uint32_t *out);
-bool proto_read_i32(const struct token *t, int64_t *out);
-
-/*
- * Splits `line` into at most `max` tokens. If more text follows the last
- * token, `*rest` points at it, else NULL. Returns the number of tokens.
- */
-size_t proto_tokenize(const char *line, size_t len, struct token *tok,
-                      size_t max, const char **rest);
+#include "proto_token.h"
 
 /* Records error `err` in `p` and returns PROTO_EREQ or PROTO_ECLOSE. */
 enum proto_status proto_fail(struct proto_parser *p, enum proto_error err,

@@ -14,10 +14,10 @@
  */
 #include "proto.h"
 #include "proto_internal.h"
+#include "proto_token.h"
 
 #include <string.h>
 
-#include "util.h"
 
 /* The longest fixed-arity command, "cas k f e b c noreply", has 7 tokens. */
 #define MAX_TOKENS 8
@@ -37,91 +37,6 @@ proto_parser_reset(struct proto_parser *p)
     p->swallow = 0;
     p->error = PROTO_ERR_NONE;
     p->need = 0;
-}
-
-bool
-proto_read_u64(const struct token *t, uint64_t *out)
-{
-    const char *s = t->s;
-    size_t len = t->len;
-
-    if (len > 0 && s[0] == '+') {
-        s++;
-        len--;
-    }
-    /* Leading zeros are not digits of magnitude; skip them for the limit. */
-    while (len > 1 && s[0] == '0') {
-        s++;
-        len--;
-    }
-    return util_parse_uint(s, len, UINT64_MAX, out);
-}
-
-bool
-proto_read_u32(const struct token *t, uint32_t *out)
-{
-    uint64_t v;
-    if (!proto_read_u64(t, &v)) {
-        return false;
-    }
-    *out = (uint32_t)v;
-    return true;
-}
-
-bool
-proto_read_i32(const struct token *t, int64_t *out)
-{
-    struct token u = *t;
-    bool negative = false;
-    uint64_t mag;
-
-    if (u.len > 0 && u.s[0] == '-') {
-        negative = true;
-        u.s++;
-        u.len--;
-        if (u.len > 0 && u.s[0] == '+') {
-            return false;
-        }
-    }
-    if (!proto_read_u64(&u, &mag)) {
-        return false;
-    }
-    if (negative ? mag > (uint64_t)INT64_MAX + 1 : mag > (uint64_t)INT64_MAX) {
-        return false;
-    }
-    uint64_t bits = negative ? (uint64_t)0 - mag : mag;
-    *out = (int32_t)(uint32_t)bits;
-    return true;
-}
-
-size_t
-proto_tokenize(const char *line, size_t len, struct token *tok, size_t max,
-               const char **rest)
-{
-    size_t n = 0;
-    size_t i = 0;
-
-    *rest = NULL;
-    while (i < len) {
-        while (i < len && line[i] == ' ') {
-            i++;
-        }
-        if (i == len) {
-            break;
-        }
-        if (n == max) {
-            *rest = line + i;
-            break;
-        }
-        size_t start = i;
-        while (i < len && line[i] != ' ') {
-            i++;
-        }
-        tok[n].s = line + start;
-        tok[n].len = i - start;
-        n++;
-    }
-    return n;
 }
 
 static bool
