@@ -1,0 +1,163 @@
+"""dfstream: assembles generated requests into streams, and keeps a stream
+well-formed when the shrinker removes requests from it.
+
+Reply units: a request marked sentinel_after is followed on the wire by a
+sentinel (dftext.sentinel / dfbin.sentinel), whose reply closes the unit
+of replies that request's group produced. Requests between sentinels are
+pipelined. A stream must read a connection's replies before it switches
+to another connection (the order of effects across connections is then
+the order of the stream) and before it uses a cas an earlier request
+returned: those requests are marked sync_after.
+"""
+
+import dfbin
+import dftext
+from dfgen import ITEM_MAX, CasRef, Gen, Req
+
+
+class Stream:
+    __slots__ = ("sid", "reqs")
+
+    def __init__(self, sid, reqs):
+        self.sid = sid
+        self.reqs = reqs
+
+    def copy(self):
+        return Stream(self.sid, [r.copy() for r in self.reqs])
+
+
+PROTOCOLS = ("text", "meta", "bin")
+
+
+def generate(rng, sid, protocols=PROTOCOLS):
+    """One random stream; `sid` makes its key prefix. A connection speaks
+    one of `protocols` ("meta" is a text connection sending mostly meta
+    commands)."""
+    g = Gen(rng)
+    r = rng
+    prefix = b"s%x:" % sid
+    keys = g.keys(prefix, True)
+    nconn = g.pick([(60, 1), (30, 2), (10, 3)])
+    weights = [(w, p) for w, p in ((40, "text"), (25, "meta"), (35, "bin"))
+               if p in protocols]
+    protos = {c: g.pick(weights) for c in range(nconn)}
+    n = g.pick([(10, 1), (25, r.randint(2, 5)), (40, r.randint(6, 15)),
+                (20, r.randint(16, 40)), (5, r.randint(41, 100))])
+    reqs = []
+    cas_src = {}   # key -> index of the request that returned its cas
+    started = set()
+    big = 0
+    big_keys = set()  # keys that may hold a value near the limit
+    conn = 0
+    for i in range(n):
+        if nconn > 1 and r.random() < 0.3:
+            conn = r.randrange(nconn)
+        proto = protos[conn]
+        first = conn not in started
+        if not first and r.random() < 0.02 and len(protocols) > 1:
+            proto = "text" if proto == "bin" else "bin"  # mixed on a conn
+        key = r.choice(keys)
+        src = cas_src.get(key)
+        no_grow = key in big_keys
+        if r.random() < 0.12:
+            if proto == "bin":
+                parts, label = dfbin.cas_source(g, key, i + 1)
+            else:
+                parts, label = dftext.cas_source(g, key, proto == "meta")
+            req = Req(conn, parts, proto == "bin", label)
+            req.sync_after = True
+            req.sentinel_after = True
+            cas_src[key] = i
+        else:
+            out = _one(g, proto, key, keys, src, i + 1, first, no_grow)
+            parts, label = out[0], out[1]
+            req = Req(conn, parts, proto == "bin", label,
+                      out[2] if len(out) > 2 else ())
+        size = sum(len(p) for p in req.parts if isinstance(p, bytes))
+        if size > ITEM_MAX - 65536:
+            big_keys.add(key)
+        if size > 65536:
+            big += 1
+            if big > 2:
+                continue  # at most two large values a stream
+        started.add(conn)
+        req.sentinel_after = req.sentinel_after or r.random() < 0.6
+        reqs.append(req)
+    return fix(Stream(sid, reqs))
+
+
+def _one(g, proto, key, keys, src, opaque, first, no_grow):
+    """One request of the connection's protocol. `no_grow`: the key may
+    hold a value near the size limit, so nothing appends to it (memcached's
+    limit is higher: see dfgen.MC_ITEM_MAX)."""
+    if proto == "bin":
+        return dfbin.request(g, key, src, opaque, no_grow)
+    r = g.r
+    if proto == "meta" and r.random() < 0.7:
+        return dftext.meta(g, key, src, no_grow)
+    op = g.pick([(30, "store"), (25, "get"), (7, "delete"), (8, "arith"),
+                 (5, "touch"), (3, "flush"), (6, "admin"), (6, "malformed"),
+                 (10, "meta"), (1, "quit"), (1, "binary")])
+    if first and op in ("binary", "quit"):
+        op = "get"
+    if op == "store":
+        return dftext.storage(g, key, src, no_grow)
+    if op == "get":
+        return dftext.retrieval(g, keys)
+    if op == "delete":
+        return dftext.delete(g, key)
+    if op == "arith":
+        return dftext.arith(g, key)
+    if op == "touch":
+        return dftext.touch(g, key)
+    if op == "flush":
+        return dftext.flush_all(g)
+    if op == "admin":
+        return dftext.admin(g)
+    if op == "malformed":
+        return dftext.malformed(g, first)
+    if op == "meta":
+        return dftext.meta(g, key, src, no_grow)
+    if op == "quit":
+        return [b"quit\r\n"], "quit"
+    return dfbin.request(g, key, src, opaque, no_grow)
+
+
+def fix(stream):
+    """Marks the syncs a stream needs: before a switch of connection and
+    after a request whose cas a later request uses; drops references to
+    requests that are gone. Returns the stream."""
+    reqs = stream.reqs
+    for i, req in enumerate(reqs):
+        if i + 1 < len(reqs) and reqs[i + 1].conn != req.conn:
+            req.sentinel_after = True
+            req.sync_after = True
+    for i, req in enumerate(reqs):
+        for p in req.parts:
+            if isinstance(p, CasRef) and p.idx is not None:
+                if p.idx >= i:
+                    p.idx = None
+                else:
+                    reqs[p.idx].sentinel_after = True
+                    reqs[p.idx].sync_after = True
+    return stream
+
+
+def without(stream, drop):
+    """A copy of `stream` without the requests whose indices are in
+    `drop`, with cas references renumbered (or made stale)."""
+    keep = [i for i in range(len(stream.reqs)) if i not in drop]
+    newidx = {old: new for new, old in enumerate(keep)}
+    reqs = []
+    for old in keep:
+        req = stream.reqs[old].copy()
+        parts = []
+        for p in req.parts:
+            if isinstance(p, CasRef):
+                p = CasRef(newidx.get(p.idx) if p.idx is not None else None,
+                           p.fmt, p.delta)
+            parts.append(p)
+        req.parts = parts
+        req.sync_after = False
+        reqs.append(req)
+    return fix(Stream(stream.sid, reqs))

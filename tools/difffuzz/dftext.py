@@ -1,0 +1,380 @@
+"""dftext: text and meta protocol requests for the differential fuzzer.
+
+Each builder returns the parts of one request (dfgen.Req parts): mostly
+well-formed commands with the arguments at their edges, and in a share of
+cases a malformation a client or an attacker could send: a wrong data
+length, a missing or extra token, a number out of range, a bad
+terminator, an unknown command, an over-long line.
+"""
+
+import base64
+
+from dfgen import AbsTime, CasRef, KEY_MAX, MAX_DELTA
+
+STORE = (b"set", b"add", b"replace", b"append", b"prepend", b"cas")
+
+
+# Malformed numbers: those both servers refuse, and those whose reading
+# depends on the parser (never tagged, so a disagreement shows).
+BAD_NUMBERS = [b"abc", b"1.5", b"0x10", b"18446744073709551616",
+               b"99999999999999999999"]
+ODD_NUMBERS = [b"+5", b"-0", b"007"]
+
+
+def _num(g, good, field):
+    """(token, kind): `good` (an int or AbsTime) and "ok", or rarely a
+    malformed token and "bad" (refused by both) or "odd"."""
+    r = g.r
+    x = r.random()
+    if x < 0.92:
+        return good, "ok"
+    if x < 0.98:
+        bad = list(BAD_NUMBERS)
+        if field in ("flags", "bytes"):
+            bad += [b"-1", b"4294967296"]
+        if field == "exptime":
+            bad.append(b"4294967296")
+        return r.choice(bad), "bad"
+    return r.choice(ODD_NUMBERS), "odd"
+
+
+def _render(x):
+    if isinstance(x, (AbsTime, CasRef)):
+        return x
+    if isinstance(x, int):
+        return b"%d" % x
+    return x
+
+
+def _join(tokens, sep=b" "):
+    """Joins tokens (bytes, ints or references) into parts."""
+    parts = []
+    for i, t in enumerate(tokens):
+        if i:
+            parts.append(sep)
+        parts.append(_render(t))
+    return parts
+
+
+def _n(g, good, field):
+    """A number token, sometimes malformed (see _num)."""
+    return _num(g, good, field)[0]
+
+
+def text_key(key, keep_space=True):
+    """`key` as the text protocol can carry it: control characters, which
+    kura refuses in text keys and memcached stores (doc/protocol.md,
+    difference 1), become '_'. Spaces stay where asked (both servers split
+    the line there); a storage command's key loses them, since the shifted
+    tokens would make a length out of its exptime, which kura swallows and
+    memcached does not (difference 2)."""
+    return bytes(c if (c > 0x20 and c != 0x7f) or (c == 0x20 and keep_space)
+                 else 0x5f for c in key)
+
+
+def storage(g, key, cas_src, no_grow=False):
+    """set/add/replace/append/prepend/cas with a data block.
+
+    Tagged "swallow" when kura reads and discards the data block of a
+    refused command (a bad key, flags, exptime or cas with a readable
+    length) and memcached runs it as a command line (doc/protocol.md,
+    difference 2); the data block is then a short word that no command
+    starts with."""
+    r = g.r
+    key = text_key(key, False)
+    cmds = [(30, b"set"), (8, b"add"), (8, b"replace"), (14, b"cas")]
+    if not no_grow:
+        cmds += [(8, b"append"), (8, b"prepend")]
+    cmd = g.pick(cmds)
+    flags, fk = _num(g, g.flags(), "flags")
+    exptime, ek = _num(g, g.exptime(), "exptime")
+    value = g.value()
+    toks = [cmd, key, flags, exptime, None]
+    kinds = [fk, ek]
+    if cmd == b"cas":
+        c = _cas_token(g, cas_src)
+        toks.append(c)
+        kinds.append("bad" if c in (b"abc", b"-1") else "ok")
+    noreply = r.random() < 0.2
+    if noreply:
+        toks.append(r.choice([b"noreply"] * 9 + [b"norepl"]))
+    shape_ok = True
+    if r.random() < 0.04:
+        del toks[r.randrange(1, len(toks))]    # a token missing
+        shape_ok = False
+    elif r.random() < 0.02:
+        toks.append(b"extra")
+        shape_ok = False
+    swallow = shape_ok and (len(key) > KEY_MAX or "bad" in kinds)
+    if swallow:
+        value = g.value(small=True)
+    n = len(value)
+    if None in toks:
+        nb, bk = _num(g, n, "bytes")
+        toks[toks.index(None)] = nb
+        if bk != "ok":
+            swallow = False
+    eol = b"\r\n" if r.random() < 0.95 else b"\n"
+    data = value
+    term = b"\r\n"
+    if not swallow and r.random() < 0.05:      # length mismatch
+        data = value + b"x" * r.randint(1, 3) if r.random() < 0.5 \
+            else value[:max(0, n - r.randint(1, 3))]
+    elif not swallow and r.random() < 0.04:
+        term = r.choice([b"\n", b"xx", b""])
+    label = "%s, %d-byte value" % (cmd.decode(), n)
+    tags = ("swallow",) if swallow else ()
+    return _join([t for t in toks if t is not None]) + [eol, data, term], \
+        label, tags
+
+
+def _cas_token(g, cas_src):
+    r = g.r
+    if cas_src is not None and r.random() < 0.7:
+        return CasRef(cas_src, "dec", r.choice([0, 0, 0, 1]))
+    return r.choice([0, 1, 2**64 - 1, 12345, b"abc", b"-1"])
+
+
+def retrieval(g, keys):
+    """get/gets/gat/gats of one or more keys, repeats included."""
+    r = g.r
+    cmd = g.pick([(30, b"get"), (20, b"gets"), (8, b"gat"), (8, b"gats")])
+    nkeys = g.pick([(60, 1), (25, 2), (10, 5), (3, 0), (2, 40)])
+    ks = [text_key(r.choice(keys)) for _ in range(nkeys)]
+    toks = [cmd]
+    if cmd in (b"gat", b"gats"):
+        toks.append(_n(g, g.exptime(), "exptime"))
+        # memcached reads a gat line over 2048 bytes only if it arrived
+        # whole: keep under it (kura takes the get family's 1 MiB).
+        while ks and sum(len(k) + 2 for k in ks) > 1900:
+            ks.pop()
+    toks += ks
+    sep = b" " if r.random() < 0.9 else b"  "
+    return _join(toks, sep) + [b"\r\n"], "%s of %d keys" % (cmd.decode(),
+                                                          len(ks))
+
+
+def delete(g, key):
+    r = g.r
+    toks = [b"delete", text_key(key)] + g.pick([(50, []), (10, [b"0"]),
+                                     (15, [b"noreply"]),
+                                     (5, [b"0", b"noreply"]), (5, [b"5"]),
+                                     (3, [b"x"]), (2, [b"0", b"0"])])
+    return _join(toks) + [b"\r\n"], "delete"
+
+
+def arith(g, key):
+    r = g.r
+    cmd = r.choice([b"incr", b"decr"])
+    toks = [cmd, text_key(key), _n(g, g.delta(), "delta")]
+    if r.random() < 0.2:
+        toks.append(b"noreply")
+    if r.random() < 0.03:
+        toks = toks[:2]
+    return _join(toks) + [b"\r\n"], cmd.decode()
+
+
+def touch(g, key):
+    r = g.r
+    toks = [b"touch", text_key(key), _n(g, g.exptime(), "exptime")]
+    if r.random() < 0.2:
+        toks.append(b"noreply")
+    return _join(toks) + [b"\r\n"], "touch"
+
+
+def flush_all(g):
+    r = g.r
+    arg = g.pick([(30, []), (10, [0]),
+                  (15, [r.choice([100, 1000, 86400, MAX_DELTA])]),
+                  (8, [AbsTime(r.choice([1000, 100000]), "dec")]),
+                  (5, [MAX_DELTA + 1]),
+                  (5, [-1]), (3, [b"abc"])])
+    if r.random() < 0.2:
+        arg = arg + [b"noreply"]
+    return _join([b"flush_all"] + arg) + [b"\r\n"], "flush_all"
+
+
+def admin(g):
+    """verbosity, version, stats, and memcached's administrative lines."""
+    r = g.r
+    line = g.pick([
+        (10, b"version"), (6, b"verbosity"), (10, b"verbosity 1"),
+        (6, b"verbosity 0 noreply"), (4, b"verbosity invalid"),
+        (3, b"verbosity 1 2 3"),
+        (10, b"stats"), (4, b"stats settings"), (3, b"stats items"),
+        (3, b"stats slabs"), (2, b"stats sizes"), (2, b"stats conns"),
+        (2, b"stats detail on"), (2, b"stats detail off"),
+        (2, b"stats detail dump"), (2, b"stats nonsense"),
+        (2, b"stats reset"),
+        (2, b"cache_memlimit 100"), (1, b"cache_memlimit"),
+        (1, b"shutdown"),
+    ])
+    return [line, b"\r\n"], line.decode()
+
+
+def malformed(g, first):
+    """A line no memcached command accepts, or an over-long one."""
+    r = g.r
+    printable = bytes(range(0x21, 0x7f))
+    kind = g.pick([(20, "junk"), (10, "empty"), (6, "long"),
+                   (4, "longnl"), (6, "spaces"), (6, "case"),
+                   (6, "bytes"), (4, "cr")])
+    if kind == "junk":
+        line = bytes(r.choice(printable) for _ in range(r.randint(1, 30)))
+    elif kind == "empty":
+        line = b""
+    elif kind == "long":       # a get may run past 2048 bytes
+        n = r.choice([2047, 2048, 2049, 4096, 9000])
+        line = b"get " + b"a" * n
+    elif kind == "longnl":
+        # Another command under 2048 bytes, or past memcached's 16 KiB
+        # read buffer (it closes; kura says why, then closes: difference
+        # 3). In between, memcached reads the line only if it arrived in
+        # one piece, so that range is left out.
+        line = b"x" * r.choice([2000, 2046, 20000])
+    elif kind == "spaces":
+        line = b" " * r.randint(1, 5) + r.choice([b"get a", b"version", b""])
+    elif kind == "case":
+        line = r.choice([b"Get a", b"GET a", b"VERSION", b"Set a 0 0 1"])
+    elif kind == "bytes":
+        line = bytes(r.getrandbits(8) for _ in range(r.randint(1, 30)))
+        line = line.replace(b"\n", b"")
+    else:
+        line = b"version\rget a"
+    if first:
+        # kura reads an upper-case first byte as HTTP and REPL as a peer.
+        while line[:1].isupper() or line.startswith(b"REPL") or \
+                line[:1] in (b"\x80",):
+            line = b"x" + line
+    return [line, b"\r\n"], "malformed %s" % kind
+
+
+# ----------------------------------------------------------------- meta
+
+def _meta_key(g, key):
+    """The key token and whether b is needed."""
+    r = g.r
+    from dfgen import text_key_ok
+    if text_key_ok(key) and r.random() < 0.75:
+        return key, False
+    tok = base64.b64encode(key)
+    if r.random() < 0.03:
+        tok = tok.rstrip(b"=") + b"!"  # not base64
+    return tok, True
+
+
+def _meta_flags(g, choices, nflags):
+    r = g.r
+    out = []
+    for _ in range(nflags):
+        f = r.choice(choices)
+        if callable(f):
+            f = f()
+        out.append(f)
+    return out
+
+
+def _ttl(g):
+    e = g.exptime()
+    if isinstance(e, AbsTime):
+        return e
+    return e
+
+
+def meta(g, key, cas_src, no_grow=False):
+    r = g.r
+    cmd = g.pick([(30, b"mg"), (25, b"ms"), (12, b"md"), (15, b"ma"),
+                  (5, b"mn"), (4, b"me")])
+    if cmd == b"mn":
+        return [b"mn\r\n"], "mn"
+    tok, b64 = _meta_key(g, key)
+    common = [b"k", b"q", lambda: b"O" + bytes(r.choice(b"abcxyz0129")
+                                               for _ in range(r.randint(
+                                                   0, 33)))]
+    cas_flag = (lambda: [b"C", CasRef(cas_src, "dec")]
+                if cas_src is not None else [b"C", b"%d" % r.choice(
+                    [0, 1, 12345])])
+    ttl_flag = lambda: [b"T", g.exptime()]  # noqa: E731
+    if cmd == b"mg":
+        choices = common + [b"v", b"c", b"f", b"h", b"l", b"s", b"t", b"u",
+                            lambda: [b"N", g.exptime()],
+                            lambda: [b"R", r.choice([30, 100, 1000])],
+                            ttl_flag, b"P", b"L"]
+    elif cmd == b"ms":
+        choices = common + [b"c", b"I", cas_flag, ttl_flag,
+                            lambda: [b"F", g.flags()],
+                            lambda: b"M" + r.choice(
+                                b"SERseX" if no_grow else b"SEAPRseapX"
+                            ).to_bytes(1, "big"),
+                            b"v", b"Z"]
+    elif cmd == b"md":
+        choices = common + [b"I", cas_flag, ttl_flag, b"x", b"v"]
+    elif cmd == b"ma":
+        choices = common + [b"v", b"c", b"t", cas_flag, ttl_flag,
+                            lambda: [b"N", g.exptime()],
+                            lambda: [b"D", g.delta()],
+                            lambda: [b"J", g.delta()],
+                            lambda: b"M" + r.choice(b"ID+-idx").to_bytes(
+                                1, "big")]
+    else:  # me
+        choices = []
+    flags = _meta_flags(g, choices, g.pick([(20, 0), (30, 1), (25, 2),
+                                            (15, 3), (10, 5)])) \
+        if choices else []
+    if b64:
+        flags.append(b"b")
+    toks = [cmd, tok]
+    value = None
+    if cmd == b"ms":
+        value = g.value()
+        toks.append(_n(g, len(value), "bytes"))
+    for f in flags:
+        if isinstance(f, list):
+            # a flag and its argument, glued: T100, C<cas>
+            toks.append(f[0] if len(f) == 1 else _Glue(f[0], f[1]))
+        else:
+            toks.append(f)
+    parts = []
+    for i, t in enumerate(toks):
+        if i:
+            parts.append(b" ")
+        if isinstance(t, _Glue):
+            parts.append(t.flag)
+            parts.append(_render(t.arg))
+        else:
+            parts.append(_render(t))
+    parts.append(b"\r\n")
+    if value is not None:
+        data = value
+        if r.random() < 0.04:
+            data = value + b"x"
+        parts += [data, b"\r\n"]
+    return parts, "%s" % cmd.decode()
+
+
+class _Glue:
+    __slots__ = ("flag", "arg")
+
+    def __init__(self, flag, arg):
+        self.flag = flag
+        self.arg = arg
+
+
+def cas_source(g, key, conn_meta):
+    """A request whose reply carries the key's cas (gets or mg c)."""
+    if conn_meta and g.r.random() < 0.5:
+        tok, b64 = _meta_key(g, key)
+        return [b"mg ", tok, b" c v", b" b" if b64 else b"", b"\r\n"], \
+            "mg c"
+    return [b"gets ", text_key(key), b"\r\n"], "gets"
+
+
+def sentinel(token):
+    """The text sentinel: a meta get of a key no stream uses, with an
+    opaque that names it; its reply is `EN k<key> O<token>`."""
+    from dfwire import SENTINEL_KEY
+    return b"mg " + SENTINEL_KEY + b" k O%d\r\n" % token
+
+
+def _unused():
+    return ITEM_MAX
