@@ -226,6 +226,26 @@ process_stage_counter(struct process_ctx *ctx,
 
 /* ------------------------------------------------ the classic commands */
 
+/* Counts a key for `stats detail` (detail.h): text and binary requests
+ * only, as memcached counts them. */
+static void
+_detail(struct process_ctx *ctx, const struct proto_request *req,
+        const char *key, size_t nkey, char what, bool hit)
+{
+    struct detail *d = ctx->env->detail;
+    if (d == NULL || !detail_on(d) ||
+        (req->kind != PROTO_KIND_TEXT && req->kind != PROTO_KIND_BINARY)) {
+        return;
+    }
+    if (what == 'g') {
+        detail_get(d, key, nkey, hit);
+    } else if (what == 's') {
+        detail_set_key(d, key, nkey);
+    } else {
+        detail_delete(d, key, nkey);
+    }
+}
+
 /* get, gets, gat, gats (text); get, getk, gat, gatk and quiet (binary) */
 static enum process_result
 _retrieve(struct process_ctx *ctx, const struct proto_request *req,
@@ -257,6 +277,7 @@ _retrieve(struct process_ctx *ctx, const struct proto_request *req,
         }
         enum visibility vis = process_visibility(&cur, &n);
         bool ok;
+        _detail(ctx, req, key, nkey, 'g', vis == VISIBLE);
         process_item(&it, key, nkey, &cur, &n);
         if (vis == VISIBLE) {
             stats_incr(ctx->stats, touch ? STATS_TOUCH_HITS : STATS_GET_HITS);
@@ -334,6 +355,7 @@ _store(struct process_ctx *ctx, const struct proto_request *req,
     struct reply_item it;
 
     stats_incr(ctx->stats, STATS_CMD_SET);
+    _detail(ctx, req, req->key, req->nkey, 's', false);
     process_now(ctx, &n);
     enum txn_status st = txn_begin_key(ctx->batch, req->key, req->nkey, &cur);
     if (st != TXN_OK) {
@@ -419,6 +441,7 @@ _delete(struct process_ctx *ctx, const struct proto_request *req,
 {
     bool present;
     uint64_t cas;
+    _detail(ctx, req, req->key, req->nkey, 'd', false);
     enum txn_status st =
         process_presence(ctx, req->key, req->nkey, &present, &cas);
     if (st != TXN_OK) {
@@ -518,7 +541,12 @@ _touch(struct process_ctx *ctx, const struct proto_request *req,
     if (st != TXN_OK) {
         return process_txn_error(ctx, req, out, st);
     }
-    if (process_visibility(&cur, &n) != VISIBLE) {
+    bool visible = process_visibility(&cur, &n) == VISIBLE;
+    if (req->kind == PROTO_KIND_BINARY) {
+        /* memcached counts a binary touch as a get; a text one not */
+        _detail(ctx, req, req->key, req->nkey, 'g', visible);
+    }
+    if (!visible) {
         txn_current_release(&cur);
         stats_incr(ctx->stats, STATS_TOUCH_MISSES);
         return process_result_of(
@@ -537,6 +565,25 @@ _touch(struct process_ctx *ctx, const struct proto_request *req,
     }
     stats_incr(ctx->stats, STATS_TOUCH_HITS);
     return process_result_of(reply_result(out, req, REPLY_TOUCHED, &it));
+}
+
+/*
+ * cache_memlimit: kura caches nothing it could resize, so a valid limit is
+ * simply acknowledged, with memcached's answers to the invalid ones.
+ */
+static bool
+_memlimit(const struct proto_request *req, struct buf *out)
+{
+    if (req->noreply) {
+        return true;
+    }
+    if (req->level < 8) {
+        return reply_text_code(out, REPLY_MEMLIMIT_TOO_SMALL);
+    }
+    if (req->level > 1000000000u) {
+        return reply_text_code(out, REPLY_MEMLIMIT_NOT_BYTES);
+    }
+    return reply_text_code(out, REPLY_OK);
 }
 
 static enum process_result
@@ -706,6 +753,10 @@ process_request(struct process_ctx *ctx, struct process_session *sess,
         return process_result_of(reply_result(out, req, REPLY_OK, NULL));
     case PROTO_CMD_NOOP:
         return process_result_of(reply_noop(out, req));
+    case PROTO_CMD_SHUTDOWN:
+        return process_result_of(reply_text_code(out, REPLY_NO_SHUTDOWN));
+    case PROTO_CMD_MEMLIMIT:
+        return process_result_of(_memlimit(req, out));
     case PROTO_CMD_QUIT:
         /* A binary quit is answered (quitq is not); text just closes. */
         if (req->kind == PROTO_KIND_BINARY &&
@@ -745,6 +796,9 @@ process_error(struct process_ctx *ctx, struct process_session *sess,
     bool closes = st == PROTO_ECLOSE;
     if (p->error == PROTO_ERR_TOO_LARGE) {
         stats_incr(ctx->stats, STATS_STORE_TOO_LARGE);
+        if (req->nkey > 0) {
+            _detail(ctx, req, req->key, req->nkey, 's', false);
+        }
         /*
          * memcached drops the old value of a set it could not store, so
          * a reader never sees data the client meant to replace.

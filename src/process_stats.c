@@ -329,6 +329,16 @@ _stats_settings(struct process_ctx *ctx, const struct proto_request *req,
     ok = ok && reply_stat(out, req, "verbosity", "%u", snap.verbosity);
     ok = ok && reply_stat(out, req, "tcpport", "%d", s->port);
     ok = ok && reply_stat(out, req, "inter", "%s", s->host);
+    /* -port 0 makes -host a unix socket path; memcached says NULL when it
+     * listens on TCP. */
+    ok = ok && reply_stat(out, req, "domain_socket", "%s",
+                          s->port == 0 ? s->host : "NULL");
+    ok = ok && reply_stat(out, req, "stat_key_prefix", ":");
+    ok = ok && reply_stat(out, req, "detail_enabled", "%s",
+                          ctx->env->detail != NULL &&
+                                  detail_on(ctx->env->detail)
+                              ? "yes"
+                              : "no");
     ok = ok && reply_stat(out, req, "num_threads", "%d", s->thnum);
     ok = ok && reply_stat(out, req, "item_size_max", "%zu", s->item_max);
     ok = ok && reply_stat(out, req, "idle_timeout", "%d", s->tout);
@@ -576,6 +586,65 @@ _args_are(const struct proto_request *req, const char *word)
            (req->args_len == n || req->args[n] == ' ');
 }
 
+/* memcached reads a binary stat key by its first bytes (strncmp). */
+static bool
+_bin_prefix(const struct proto_request *req, const char *word)
+{
+    size_t n = strlen(word);
+    return req->args_len >= n && memcmp(req->args, word, n) == 0;
+}
+
+/* stats detail on|off|dump (detail.h), as memcached answers it. */
+static bool
+_stats_detail_text(struct process_ctx *ctx, const struct proto_request *req,
+                   struct buf *out)
+{
+    struct detail *d = ctx->env->detail;
+    if (d != NULL && _args_are(req, "detail on")) {
+        detail_set(d, true);
+        return reply_text_code(out, REPLY_OK);
+    }
+    if (d != NULL && _args_are(req, "detail off")) {
+        detail_set(d, false);
+        return reply_text_code(out, REPLY_OK);
+    }
+    if (d != NULL && _args_are(req, "detail dump")) {
+        return detail_dump(d, out, REPLY_BUF_LIMIT);
+    }
+    static const char usage[] =
+        "CLIENT_ERROR usage: stats detail on|off|dump\r\n";
+    return reply_raw(out, usage, sizeof(usage) - 1);
+}
+
+/* The binary form: the dump is one stat named "detailed"; on and off
+ * answer with the end of the listing; anything else is not found. */
+static bool
+_stats_detail_bin(struct process_ctx *ctx, const struct proto_request *req,
+                  struct buf *out)
+{
+    struct detail *d = ctx->env->detail;
+    const char *rest = req->args + 6;
+    size_t nrest = req->args_len - 6;
+    if (d != NULL && nrest >= 5 && memcmp(rest, " dump", 5) == 0) {
+        struct buf dump;
+        buf_init(&dump);
+        bool ok = detail_dump(d, &dump, REPLY_BUF_LIMIT) &&
+                  reply_stat_bytes(out, req, "detailed", buf_head(&dump),
+                                   buf_len(&dump));
+        buf_deinit(&dump);
+        return ok && reply_stats_end(out, req);
+    }
+    if (d != NULL && nrest >= 3 && memcmp(rest, " on", 3) == 0) {
+        detail_set(d, true);
+        return reply_stats_end(out, req);
+    }
+    if (d != NULL && nrest >= 4 && memcmp(rest, " off", 4) == 0) {
+        detail_set(d, false);
+        return reply_stats_end(out, req);
+    }
+    return reply_result(out, req, REPLY_NOT_FOUND, NULL);
+}
+
 enum process_result
 process_stats(struct process_ctx *ctx, const struct proto_request *req,
               struct buf *out)
@@ -586,8 +655,12 @@ process_stats(struct process_ctx *ctx, const struct proto_request *req,
     if (_args_are(req, "settings")) {
         return process_result_of(_stats_settings(ctx, req, out));
     }
-    if (_args_are(req, "reset")) {
+    if (_args_are(req, "reset") ||
+        (req->kind == PROTO_KIND_BINARY && _bin_prefix(req, "reset"))) {
         ctx->env->reset(ctx->env->arg);
+        if (ctx->env->detail != NULL) {
+            detail_clear(ctx->env->detail);
+        }
         if (req->kind == PROTO_KIND_BINARY) {
             return process_result_of(reply_stats_end(out, req));
         }
@@ -604,12 +677,11 @@ process_stats(struct process_ctx *ctx, const struct proto_request *req,
             reply_stat(out, req, "sizes_status", "disabled") &&
             reply_stats_end(out, req));
     }
-    if (_args_are(req, "detail") && req->kind != PROTO_KIND_BINARY) {
-        /* kura keeps no per-prefix detail: on and off are accepted, and a
-         * dump is empty, as memcached's is while detail is off. */
-        bool dump = _args_are(req, "detail dump");
-        return process_result_of(
-            reply_text_code(out, dump ? REPLY_END : REPLY_OK));
+    if (req->kind == PROTO_KIND_BINARY && _bin_prefix(req, "detail")) {
+        return process_result_of(_stats_detail_bin(ctx, req, out));
+    }
+    if (_args_are(req, "detail")) {
+        return process_result_of(_stats_detail_text(ctx, req, out));
     }
     if (_args_are(req, "cachedump") && req->kind != PROTO_KIND_BINARY) {
         char args[64];

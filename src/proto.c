@@ -48,6 +48,8 @@ static const struct cmd_name cmd_names[PROTO_CMD_COUNT] = {
     [PROTO_CMD_HTTP_PUT] = NAME("HTTP PUT"),
     [PROTO_CMD_HTTP_DELETE] = NAME("HTTP DELETE"),
     [PROTO_CMD_HTTP_ADMIN] = NAME("HTTP /-/"),
+    [PROTO_CMD_SHUTDOWN] = NAME("shutdown"),
+    [PROTO_CMD_MEMLIMIT] = NAME("cache_memlimit"),
 };
 
 const char *

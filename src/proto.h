@@ -79,6 +79,8 @@ enum proto_cmd {
     PROTO_CMD_HTTP_PUT,    /* HTTP PUT and POST: store the body */
     PROTO_CMD_HTTP_DELETE, /* HTTP DELETE */
     PROTO_CMD_HTTP_ADMIN,  /* HTTP under /-/: health, metrics */
+    PROTO_CMD_SHUTDOWN,    /* refused, as by memcached without -A */
+    PROTO_CMD_MEMLIMIT,    /* cache_memlimit: accepted, nothing to resize */
     PROTO_CMD_COUNT
 };
 
@@ -212,7 +214,7 @@ struct proto_request {
     uint64_t cas_unique; /* cas */
     uint64_t delta;      /* incr, decr */
     int64_t delay;       /* flush_all, 0 when absent */
-    uint32_t level;      /* verbosity */
+    uint32_t level;      /* verbosity; cache_memlimit's megabytes */
     const char *args;    /* stats, REPL: the text after the command */
     size_t args_len;
     bool has_cas;        /* the command compares cas_unique (text cas,

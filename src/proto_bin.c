@@ -198,7 +198,8 @@ _fill(struct proto_request *req, const struct opinfo *in,
     case PROTO_CMD_REPLACE:
         req->flags = _be32(extras);
         req->exptime = (int64_t)_be32(extras + 4);
-        req->has_cas = cas != 0 && in->cmd != PROTO_CMD_ADD;
+        /* memcached makes any store with a cas a cas, add included. */
+        req->has_cas = cas != 0;
         break;
     case PROTO_CMD_APPEND:
     case PROTO_CMD_PREPEND:

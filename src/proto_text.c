@@ -289,6 +289,22 @@ _parse_verbosity(struct proto_parser *p, struct proto_request *req,
     return PROTO_OK;
 }
 
+/* cache_memlimit <megabytes> [noreply]; memcached answers a bad number
+ * with ERROR, silenced by noreply. */
+static enum proto_status
+_parse_memlimit(struct proto_parser *p, struct proto_request *req,
+                const struct token *tok, size_t ntok)
+{
+    if (ntok != 2 && ntok != 3) {
+        return proto_fail(p, PROTO_ERR_UNKNOWN_COMMAND, false);
+    }
+    req->noreply = _is_noreply(&tok[ntok - 1]);
+    if (!proto_read_u32(&tok[1], &req->level)) {
+        return proto_fail(p, PROTO_ERR_UNKNOWN_COMMAND, req->noreply);
+    }
+    return PROTO_OK;
+}
+
 static bool
 _is_http_request(const struct token *tok, size_t ntok, const char *rest,
                  const char *line, size_t len)
@@ -328,7 +344,10 @@ _parse_line(struct proto_parser *p, struct proto_request *req,
     if (ntok == 0) {
         return proto_fail(p, PROTO_ERR_UNKNOWN_COMMAND, false);
     }
-    if (!proto_cmd_lookup(tok[0].s, tok[0].len, &req->cmd)) {
+    if (tok[0].len == 4 && memcmp(tok[0].s, "bget", 4) == 0) {
+        /* memcached's old name for get, which it still answers */
+        req->cmd = PROTO_CMD_GET;
+    } else if (!proto_cmd_lookup(tok[0].s, tok[0].len, &req->cmd)) {
         if (_is_http_request(tok, ntok, rest, buf, line_len)) {
             return proto_fail(p, PROTO_ERR_HTTP, false);
         }
@@ -362,6 +381,7 @@ _parse_line(struct proto_parser *p, struct proto_request *req,
         return PROTO_OK;
     case PROTO_CMD_VERSION:
     case PROTO_CMD_QUIT:
+    case PROTO_CMD_SHUTDOWN:
         return PROTO_OK; /* trailing words are ignored, as by memcached */
     default:
         break;
@@ -388,6 +408,8 @@ _parse_line(struct proto_parser *p, struct proto_request *req,
         return _parse_flush_all(p, req, tok, ntok);
     case PROTO_CMD_VERBOSITY:
         return _parse_verbosity(p, req, tok, ntok);
+    case PROTO_CMD_MEMLIMIT:
+        return _parse_memlimit(p, req, tok, ntok);
     default:
         return proto_fail(p, PROTO_ERR_UNKNOWN_COMMAND, false);
     }

@@ -48,6 +48,11 @@ static const struct line code_lines[REPLY_CODE_COUNT] = {
     [REPLY_AUTH_MALFORMED] =
         LINE("CLIENT_ERROR bad authentication token format"),
     [REPLY_TOO_LARGE] = LINE("SERVER_ERROR object too large for cache"),
+    [REPLY_NO_SHUTDOWN] = LINE("ERROR: shutdown not enabled"),
+    [REPLY_MEMLIMIT_TOO_SMALL] =
+        LINE("MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m"),
+    [REPLY_MEMLIMIT_NOT_BYTES] =
+        LINE("MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes"),
 };
 
 static const struct line error_lines[PROTO_ERR_COUNT] = {
@@ -278,6 +283,18 @@ reply_stat(struct buf *out, const struct proto_request *req, const char *name,
     size_t n = strlen(name);
     return reply_raw(out, "STAT ", 5) && reply_raw(out, name, n) &&
            reply_raw(out, " ", 1) && reply_raw(out, value, (size_t)m) &&
+           reply_raw(out, "\r\n", 2);
+}
+
+bool
+reply_stat_bytes(struct buf *out, const struct proto_request *req,
+                 const char *name, const void *value, size_t n)
+{
+    if (req->kind == PROTO_KIND_BINARY) {
+        return reply_bin_stat(out, req, name, (const char *)value, n);
+    }
+    return reply_raw(out, "STAT ", 5) && reply_raw(out, name, strlen(name)) &&
+           reply_raw(out, " ", 1) && reply_raw(out, value, n) &&
            reply_raw(out, "\r\n", 2);
 }
 

@@ -73,6 +73,7 @@ struct server {
     struct repl_auth auth;       /* -rkey */
     struct auth clients;         /* -auth */
     struct access_table access;  /* meta h and l */
+    struct detail detail;        /* stats detail */
     bool access_ready;
     struct repl_sender *sender;  /* serves peers; with an update log */
     struct repl_receiver *receiver; /* follows -mhost */
@@ -491,6 +492,8 @@ _start_workers(struct server *srv, char *err, size_t errlen)
     }
     srv->access_ready = true;
     srv->penv.access = &srv->access;
+    detail_init(&srv->detail);
+    srv->penv.detail = &srv->detail;
     srv->shared.penv = &srv->penv;
     srv->shared.eng = &srv->eng;
     srv->shared.ulog = srv->ulog;
@@ -778,6 +781,7 @@ _stop(struct server *srv)
     signal(SIGHUP, SIG_IGN);
     if (srv->access_ready) {
         access_deinit(&srv->access);
+        detail_deinit(&srv->detail);
     }
     auth_free(&srv->clients);
     pidfile_release(&srv->pid);
