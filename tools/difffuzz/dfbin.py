@@ -46,9 +46,10 @@ def _frame_with_refs(op, key, extras_parts, value, opaque, cas):
     return parts
 
 
-def request(g, key, cas_src, opaque, no_grow=False):
+def request(g, key, cas_src, opaque, no_grow=False, allow_delay=True):
     """One binary request on `key`; returns (parts, label). `no_grow`:
-    no append or prepend (the key may hold a value near the limit)."""
+    no append or prepend (the key may hold a value near the limit);
+    `allow_delay`: a flush may carry a delay."""
     r = g.r
     name = g.pick([
         (14, "get"), (5, "getq"), (6, "getk"), (5, "getkq"),
@@ -89,12 +90,16 @@ def request(g, key, cas_src, opaque, no_grow=False):
     if name in ("noop", "version", "quit", "quitq", "sasl_list"):
         return bin_frame(B[name], opaque=opaque), name
     if name in ("flush", "flushq"):
+        # A delay only while no immediate flush happened in the stream
+        # (see dftext.flush_all).
         if r.random() < 0.5:
             return bin_frame(B[name], opaque=opaque), name
-        delay = g.pick([(30, 0), (20, r.choice([100, 1000, 86400])),
-                        (10, AbsTime(1000, "u32")), (5, 0xFFFFFFFF)])
+        later = [(20, r.choice([100, 1000, 86400])),
+                 (10, AbsTime(1000, "u32")), (5, 0xFFFFFFFF)]
+        delay = g.pick([(30, 0)] + (later if allow_delay else []))
         ex = _extras(None, ("I", delay))
-        return _frame_with_refs(B[name], b"", ex, b"", opaque, 0), name
+        label = name + (" later" if delay != 0 else "")
+        return _frame_with_refs(B[name], b"", ex, b"", opaque, 0), label
     if name == "stat":
         k = r.choice([b"", b"", b"settings", b"items", b"slabs", b"sizes",
                       b"detail", b"detail on", b"detail dump", b"conns",

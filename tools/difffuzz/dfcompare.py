@@ -103,11 +103,12 @@ def request_units(stream, conn):
     return out
 
 
-def compare(stream, kura, mc):
+def compare(stream, kura, mc, prefix=None):
     """Returns None if kurad (`kura`) and memcached (`mc`) results agree,
-    else a Divergence. Results are dfrun.play() outputs."""
-    nk = dfwire.Normaliser()
-    nm = dfwire.Normaliser()
+    else a Divergence. Results are dfrun.play() outputs of one play, whose
+    key prefix was `prefix`."""
+    nk = dfwire.Normaliser(prefix)
+    nm = dfwire.Normaliser(prefix)
     for conn in sorted(set(kura) | set(mc)):
         rk = kura.get(conn)
         rm = mc.get(conn)

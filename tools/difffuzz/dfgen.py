@@ -7,9 +7,12 @@ for an earlier request; AbsTime: the wall clock plus an offset). A
 connection speaks the protocol of its first byte, as memcached decides;
 later requests of the other protocol on it test how a server refuses them.
 
-Every stream's keys start with the stream's own prefix, so streams never
-see each other's items even though a server keeps running across them
-(a delayed flush_all can bring back memcached items an earlier flush hid).
+Every key starts with KEY_PREFIX, which each play of a stream replaces
+with a prefix of its own (dfrun.render), in raw keys and in base64 ones
+alike: plays never see each other's items even though a server keeps
+running across them (a delayed flush_all brings back memcached items an
+earlier flush hid, doc/protocol.md difference 5), and a stream replayed
+while it is shrunk meets the state it met the first time.
 
 What the generator leaves out, and why (each is a difference a client can
 not rely on, or one doc/protocol.md lists as deliberate):
@@ -28,6 +31,9 @@ import struct
 from dfwire import SENTINEL_KEY
 
 ITEM_MAX = 1024 * 1024
+# Six bytes, so that its base64 form (8 characters) is the same whatever
+# follows it in a key: render() swaps both forms.
+KEY_PREFIX = b"~pfx~:"
 # memcached counts its item header and the key against its size limit,
 # kura only the value (doc/protocol.md): memcached runs with a limit of
 # 1040 KiB, so that it stores every value kura stores, and values between
@@ -187,7 +193,7 @@ class Gen:
 
     # --------------------------------------------------------------- keys
 
-    def keys(self, prefix, binary_ok):
+    def keys(self, prefix=KEY_PREFIX):
         """The stream's key pool: a few keys, some at the limits."""
         r = self.r
         pool = []

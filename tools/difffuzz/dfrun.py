@@ -5,7 +5,7 @@ Both servers run on loopback ports of their own, in a temporary directory
 system keeps that from setting the pace). Before each stream a control
 connection sends flush_all, which also cancels a delayed flush an earlier
 stream left pending; the stream's key prefix does the rest of the
-isolation.
+isolation (dfgen.KEY_PREFIX).
 
 Playing a stream: requests go out in order, each on its connection, with
 a sentinel after those that close a reply unit; the sockets are
@@ -16,6 +16,7 @@ passes). At the end every connection gets a last sentinel and a
 shutdown of its write side, and is read until the server closes it.
 """
 
+import base64
 import errno
 import os
 import select
@@ -30,11 +31,22 @@ import time
 import dfbin
 import dftext
 import dfwire
-from dfgen import AbsTime, CasRef
+from dfgen import KEY_PREFIX, AbsTime, CasRef
 
 SYNC_TIMEOUT = 1.0
 END_TIMEOUT = 3.0
 STALE_CAS = 9000000000000000000  # a cas no server hands out in a run
+
+
+class Prefixes:
+    """Hands out a fresh 6-byte key prefix for each play."""
+
+    def __init__(self):
+        self.n = 0
+
+    def next(self):
+        self.n += 1
+        return b"%05x:" % (self.n & 0xFFFFF)
 
 
 def free_port():
@@ -118,19 +130,24 @@ class Server:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
 
+    RESET = b"flush_all\r\nstats reset\r\nstats detail off\r\n"
+    RESET_REPLY = b"OK\r\nRESET\r\nOK\r\n"
+
     def reset(self):
-        """flush_all on the control connection; False if it failed."""
+        """Before a stream, on the control connection: flush_all, and the
+        per-prefix counts (stats detail) off and cleared, so that a stream
+        sees none of the earlier ones' state. False if it failed."""
         try:
-            self.ctl.sendall(b"flush_all\r\n")
+            self.ctl.sendall(self.RESET)
             buf = b""
             deadline = time.monotonic() + 5
-            while not buf.endswith(b"\r\n"):
+            while len(buf) < len(self.RESET_REPLY):
                 self.ctl.settimeout(max(0.01, deadline - time.monotonic()))
                 d = self.ctl.recv(4096)
                 if not d:
                     return False
                 buf += d
-            return buf == b"OK\r\n"
+            return buf == self.RESET_REPLY
         except OSError:
             return False
 
@@ -193,11 +210,16 @@ class _Conn:
                     self.write_dead = True  # the server closed on us
 
 
-def render(req, cas_by_req, now):
-    """The request's bytes on this server."""
+def render(req, cas_by_req, now, prefix=KEY_PREFIX):
+    """The request's bytes on this server, its keys under `prefix`."""
     out = []
+    swap = prefix != KEY_PREFIX
+    b64_from = base64.b64encode(KEY_PREFIX)
+    b64_to = base64.b64encode(prefix)
     for p in req.parts:
         if isinstance(p, bytes):
+            if swap:
+                p = p.replace(KEY_PREFIX, prefix).replace(b64_from, b64_to)
             out.append(p)
         elif isinstance(p, CasRef):
             v = cas_by_req.get(p.idx) if p.idx is not None else None
@@ -213,9 +235,10 @@ def render(req, cas_by_req, now):
     return b"".join(out)
 
 
-def play(server, stream):
-    """Plays `stream` on `server`. Returns {conn: ConnResult}, or None if
-    the server could not be reset (it is dead or hung)."""
+def play(server, stream, prefix=KEY_PREFIX):
+    """Plays `stream` on `server` with its keys under `prefix` (6 bytes).
+    Returns {conn: ConnResult}, or None if the server could not be reset
+    (it is dead or hung)."""
     if not server.reset():
         return None
     conns = {}
@@ -227,7 +250,7 @@ def play(server, stream):
     for i, req in enumerate(stream.reqs):
         last_on[req.conn] = i
     for i, req in enumerate(stream.reqs):
-        data = render(req, cas_by_req, now)
+        data = render(req, cas_by_req, now, prefix)
         c = conns.get(req.conn)
         if c is None:
             binary = data[:1] == b"\x80"

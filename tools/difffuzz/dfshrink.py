@@ -20,9 +20,10 @@ from dfstream import fix, without
 
 
 class Shrinker:
-    def __init__(self, kura, mc, budget=400):
+    def __init__(self, kura, mc, prefixes, budget=400):
         self.kura = kura
         self.mc = mc
+        self.prefixes = prefixes
         self.budget = budget
         self.runs = 0
 
@@ -31,11 +32,12 @@ class Shrinker:
         if self.runs >= self.budget:
             return False
         self.runs += 1
-        rk = dfrun.play(self.kura, stream)
-        rm = dfrun.play(self.mc, stream)
+        prefix = self.prefixes.next()
+        rk = dfrun.play(self.kura, stream, prefix)
+        rm = dfrun.play(self.mc, stream, prefix)
         if rk is None or rm is None:
             return signature == "server failed"
-        d = dfcompare.compare(stream, rk, rm)
+        d = dfcompare.compare(stream, rk, rm, prefix)
         return d is not None and d.signature() == signature
 
     def shrink(self, stream, signature):

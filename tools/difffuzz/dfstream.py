@@ -12,7 +12,7 @@ returned: those requests are marked sync_after.
 
 import dfbin
 import dftext
-from dfgen import ITEM_MAX, CasRef, Gen, Req
+from dfgen import ITEM_MAX, AbsTime, CasRef, Gen, Req
 
 
 class Stream:
@@ -30,13 +30,12 @@ PROTOCOLS = ("text", "meta", "bin")
 
 
 def generate(rng, sid, protocols=PROTOCOLS):
-    """One random stream; `sid` makes its key prefix. A connection speaks
+    """One random stream, numbered `sid`. A connection speaks
     one of `protocols` ("meta" is a text connection sending mostly meta
     commands)."""
     g = Gen(rng)
     r = rng
-    prefix = b"s%x:" % sid
-    keys = g.keys(prefix, True)
+    keys = g.keys()
     nconn = g.pick([(60, 1), (30, 2), (10, 3)])
     weights = [(w, p) for w, p in ((40, "text"), (25, "meta"), (35, "bin"))
                if p in protocols]
@@ -48,13 +47,15 @@ def generate(rng, sid, protocols=PROTOCOLS):
     started = set()
     big = 0
     big_keys = set()  # keys that may hold a value near the limit
+    flushed_now = False  # an immediate flush was generated
     conn = 0
     for i in range(n):
         if nconn > 1 and r.random() < 0.3:
             conn = r.randrange(nconn)
         proto = protos[conn]
         first = conn not in started
-        if not first and r.random() < 0.02 and len(protocols) > 1:
+        mixed = not first and r.random() < 0.02 and len(protocols) > 1
+        if mixed:
             proto = "text" if proto == "bin" else "bin"  # mixed on a conn
         key = r.choice(keys)
         src = cas_src.get(key)
@@ -69,10 +70,22 @@ def generate(rng, sid, protocols=PROTOCOLS):
             req.sentinel_after = True
             cas_src[key] = i
         else:
-            out = _one(g, proto, key, keys, src, i + 1, first, no_grow)
+            for _ in range(20):
+                out = _one(g, proto, key, keys, src, i + 1, first, no_grow,
+                           not flushed_now)
+                if not first or _opens_well(out[0]):
+                    break
             parts, label = out[0], out[1]
             req = Req(conn, parts, proto == "bin", label,
                       out[2] if len(out) > 2 else ())
+            if label.startswith("flush") and not label.endswith("later"):
+                flushed_now = True
+        if mixed:
+            # Read as the other protocol, a time's bytes would change how
+            # the request splits from play to play: use a fixed one.
+            req.parts = [p if not isinstance(p, AbsTime) else
+                         (b"1000" if p.fmt == "dec" else b"\0\0\3\xe8")
+                         for p in req.parts]
         size = sum(len(p) for p in req.parts if isinstance(p, bytes))
         if size > ITEM_MAX - 65536:
             big_keys.add(key)
@@ -86,12 +99,29 @@ def generate(rng, sid, protocols=PROTOCOLS):
     return fix(Stream(sid, reqs))
 
 
-def _one(g, proto, key, keys, src, opaque, first, no_grow):
+def _opens_well(parts):
+    """Whether a connection may start with these bytes. Left out: a first
+    byte kura takes for HTTP (upper case but R), a replication peer's
+    REPL, and a control or high byte, which kura answers with ERROR and
+    a close at once (doc/protocol.md, difference 11)."""
+    head = b"".join(p for p in parts[:2] if isinstance(p, bytes))[:4]
+    if not head:
+        return False
+    c = head[0]
+    if c == 0x80:
+        return True
+    if 0x41 <= c <= 0x5a and c != 0x52 or head.startswith(b"REPL"):
+        return False
+    return not ((c < 0x20 and c not in b" \t\r\n") or c >= 0x7f)
+
+
+def _one(g, proto, key, keys, src, opaque, first, no_grow, allow_delay):
     """One request of the connection's protocol. `no_grow`: the key may
     hold a value near the size limit, so nothing appends to it (memcached's
-    limit is higher: see dfgen.MC_ITEM_MAX)."""
+    limit is higher: see dfgen.MC_ITEM_MAX). `allow_delay`: a flush may
+    be delayed (see dftext.flush_all)."""
     if proto == "bin":
-        return dfbin.request(g, key, src, opaque, no_grow)
+        return dfbin.request(g, key, src, opaque, no_grow, allow_delay)
     r = g.r
     if proto == "meta" and r.random() < 0.7:
         return dftext.meta(g, key, src, no_grow)
@@ -111,7 +141,7 @@ def _one(g, proto, key, keys, src, opaque, first, no_grow):
     if op == "touch":
         return dftext.touch(g, key)
     if op == "flush":
-        return dftext.flush_all(g)
+        return dftext.flush_all(g, allow_delay)[:2]
     if op == "admin":
         return dftext.admin(g)
     if op == "malformed":
@@ -120,7 +150,7 @@ def _one(g, proto, key, keys, src, opaque, first, no_grow):
         return dftext.meta(g, key, src, no_grow)
     if op == "quit":
         return [b"quit\r\n"], "quit"
-    return dfbin.request(g, key, src, opaque, no_grow)
+    return dfbin.request(g, key, src, opaque, no_grow, allow_delay)
 
 
 def fix(stream):
@@ -132,6 +162,15 @@ def fix(stream):
         if i + 1 < len(reqs) and reqs[i + 1].conn != req.conn:
             req.sentinel_after = True
             req.sync_after = True
+    last = {}
+    for i, req in enumerate(reqs):
+        if _long_key_get(req) and req.conn in last:
+            # memcached drops the unsent replies of earlier requests when a
+            # get names a key over 250 bytes (doc/protocol.md, difference
+            # 13): let them be sent first.
+            reqs[last[req.conn]].sentinel_after = True
+            reqs[last[req.conn]].sync_after = True
+        last[req.conn] = i
     for i, req in enumerate(reqs):
         for p in req.parts:
             if isinstance(p, CasRef) and p.idx is not None:
@@ -141,6 +180,17 @@ def fix(stream):
                     reqs[p.idx].sentinel_after = True
                     reqs[p.idx].sync_after = True
     return stream
+
+
+def _long_key_get(req):
+    """A text get, gets, gat or gats line with a word over 250 bytes."""
+    if req.binary:
+        return False
+    line = b"".join(p for p in req.parts if isinstance(p, bytes))
+    line = line.split(b"\n", 1)[0]
+    words = line.split(b" ")
+    return words[0] in (b"get", b"gets", b"gat", b"gats") and \
+        any(len(w) > 250 for w in words[1:])
 
 
 def without(stream, drop):
