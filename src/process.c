@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "cmdmask.h"
+#include "proto_token.h"
 #include "util.h"
 
 /* ---------------------------------------------------- shared helpers */
@@ -161,46 +162,17 @@ process_note_write(struct process_ctx *ctx, const char *key, size_t nkey,
     }
 }
 
-static bool
-_is_space(uint8_t c)
-{
-    return c == ' ' || (c >= '\t' && c <= '\r');
-}
-
 /*
- * As memcached's incr reads a value (strtoull): optional leading
- * whitespace and '+', at least one digit, 64-bit range, and the number
- * must be followed by whitespace or the end of the value.
+ * As memcached's incr reads a value: safe_strtoull() on the item's data,
+ * which ends in "\r\n" (proto_token.h): white space, one sign, digits
+ * that end the value, a NUL or white space ("12 ab" and "12\0" are 12;
+ * "-0" is 0). A value over 2^63 with a '-' in it is refused.
  */
 bool
 process_parse_counter(const uint8_t *v, size_t len, uint64_t *out)
 {
-    size_t i = 0;
-    uint64_t x = 0;
-
-    while (i < len && _is_space(v[i])) {
-        i++;
-    }
-    if (i < len && (v[i] == '+' || v[i] == '-')) {
-        if (v[i] == '-') {
-            return false;
-        }
-        i++;
-    }
-    size_t start = i;
-    while (i < len && v[i] >= '0' && v[i] <= '9') {
-        unsigned d = (unsigned)(v[i] - '0');
-        if (x > (UINT64_MAX - d) / 10) {
-            return false;
-        }
-        x = x * 10 + d;
-        i++;
-    }
-    if (i == start || (i < len && !_is_space(v[i]))) {
-        return false;
-    }
-    *out = x;
-    return true;
+    struct token t = {(const char *)v, len};
+    return proto_read_u64(&t, out);
 }
 
 enum txn_status

@@ -39,10 +39,13 @@ proto_parser_reset(struct proto_parser *p)
     p->need = 0;
 }
 
+/* memcached compares the last word as a C string: a NUL ends it. */
 static bool
 _is_noreply(const struct token *t)
 {
-    return t->len == 7 && memcmp(t->s, "noreply", 7) == 0;
+    const char *nul = memchr(t->s, '\0', t->len);
+    size_t len = nul != NULL ? (size_t)(nul - t->s) : t->len;
+    return len == 7 && memcmp(t->s, "noreply", 7) == 0;
 }
 
 enum proto_status
@@ -143,7 +146,8 @@ _parse_storage(struct proto_parser *p, struct proto_request *req,
     if (ntok != base && ntok != base + 1) {
         return proto_fail(p, PROTO_ERR_UNKNOWN_COMMAND, false);
     }
-    req->noreply = ntok == base + 1 && _is_noreply(&tok[base]);
+    /* memcached looks for noreply in the last word, whatever the count */
+    req->noreply = _is_noreply(&tok[ntok - 1]);
     req->key = tok[1].s;
     req->nkey = tok[1].len;
     if (!proto_read_i32(&tok[4], &vlen) || vlen < 0 ||
@@ -199,7 +203,7 @@ _parse_key_arg(struct proto_parser *p, struct proto_request *req,
     if (ntok != 3 && ntok != 4) {
         return proto_fail(p, PROTO_ERR_UNKNOWN_COMMAND, false);
     }
-    req->noreply = ntok == 4 && _is_noreply(&tok[3]);
+    req->noreply = _is_noreply(&tok[ntok - 1]);
     req->key = tok[1].s;
     req->nkey = tok[1].len;
     if (!proto_key_valid(req->key, req->nkey)) {
@@ -470,6 +474,12 @@ proto_parse(struct proto_parser *p, const char *buf, size_t len,
     size_t line_len = hdr - 1;
     if (line_len > 0 && buf[line_len - 1] == '\r') {
         line_len--;
+    }
+    /* memcached reads a command line as a C string: what follows a NUL
+     * is consumed with the line but not read. */
+    const char *nul = memchr(buf, '\0', line_len);
+    if (nul != NULL) {
+        line_len = (size_t)(nul - buf);
     }
 
     memset(req, 0, sizeof(*req));

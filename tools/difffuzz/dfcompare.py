@@ -77,46 +77,83 @@ def _deliberate_end(items, end):
     return items
 
 
-def units(items):
-    """Cuts a connection's items into reply units at the sentinels (each
-    unit keeps its sentinel's item last)."""
+def sentinel_token(item):
+    """The token of a sentinel's reply, else None."""
+    if item.kind == "line":
+        toks = item.line.split(b" ")
+        if dfwire.is_sentinel(item):
+            return int(toks[2][1:])
+    elif item.kind == "frame" and dfwire.is_sentinel(item):
+        return item.frame.opaque - dfwire.SENTINEL_OPAQUE_BASE
+    return None
+
+
+def token_requests(stream):
+    """token -> index of the request the sentinel with that token follows,
+    numbered as dfrun.play() numbers them."""
+    last_on = {}
+    for i, req in enumerate(stream.reqs):
+        last_on[req.conn] = i
+    out = {}
+    token = 0
+    for i, req in enumerate(stream.reqs):
+        if req.sentinel_after or last_on[req.conn] == i:
+            token += 1
+            out[token] = i
+    return out
+
+
+def units(items, cuts):
+    """Cuts a connection's items into reply units after the sentinels
+    whose token is in `cuts` (a unit keeps its sentinel's item last)."""
     out = [[]]
     for it in items:
         out[-1].append(it)
-        if dfwire.is_sentinel(it):
+        if sentinel_token(it) in cuts:
             out.append([])
     if not out[-1]:
         out.pop()
     return out
 
 
-def request_units(stream, conn):
-    """The requests on `conn`, grouped as their replies are (a group ends
-    with a request followed by a sentinel)."""
-    reqs = [r for r in stream.reqs if r.conn == conn]
+def request_units(stream, conn, cuts, token_req):
+    """The requests on `conn`, grouped as `units` groups their replies."""
+    ends = sorted(token_req[t] for t in cuts if t in token_req)
     out = [[]]
-    for i, r in enumerate(reqs):
+    for i, r in enumerate(stream.reqs):
+        if r.conn != conn:
+            continue
         out[-1].append(r)
-        if r.sentinel_after or i == len(reqs) - 1:
+        if ends and i == ends[0]:
+            ends.pop(0)
             out.append([])
-    out.pop()
+    if not out[-1]:
+        out.pop()
     return out
 
 
 def compare(stream, kura, mc, prefix=None):
     """Returns None if kurad (`kura`) and memcached (`mc`) results agree,
     else a Divergence. Results are dfrun.play() outputs of one play, whose
-    key prefix was `prefix`."""
+    key prefix was `prefix`.
+
+    A unit ends at a sentinel both servers answered: a sentinel one of
+    them read as part of another request (an incomplete data block, a
+    line that runs on) joins its unit to the next, so that the tags of
+    every request that may have produced a unit's replies apply to it."""
     nk = dfwire.Normaliser(prefix)
     nm = dfwire.Normaliser(prefix)
+    token_req = token_requests(stream)
     for conn in sorted(set(kura) | set(mc)):
         rk = kura.get(conn)
         rm = mc.get(conn)
         if rk is None or rm is None:
             return Divergence(conn, 0, 0, [], [], "connection missing")
-        uk = units(rk.items)
-        um = units(rm.items)
-        groups = request_units(stream, conn)
+        cuts = ({sentinel_token(it) for it in rk.items} &
+                {sentinel_token(it) for it in rm.items}) - {None}
+        uk = units(rk.items, cuts)
+        um = units(rm.items, cuts)
+        groups = request_units(stream, conn, cuts, token_req)
         for u in range(max(len(uk), len(um))):
             ik = nk.items(uk[u]) if u < len(uk) else []
             im = nm.items(um[u]) if u < len(um) else []

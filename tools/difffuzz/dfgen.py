@@ -223,6 +223,56 @@ class Gen:
         return base + bytes(r.getrandbits(8) for _ in range(r.randint(1, 12)))
 
 
+# ------------------------------------------------- memcached's numbers
+# How memcached's safe_strto*() read a word (and kura's proto_token.c):
+# strtoull/strtol in base 10, white space first, one sign, the digits to
+# the end of the word or to white space; None where they refuse it.
+
+def _c_scan(word):
+    w = word.split(b"\0", 1)[0]
+    i = 0
+    while i < len(w) and w[i:i + 1] in b" \t\n\v\f\r":
+        i += 1
+    neg = False
+    if i < len(w) and w[i:i + 1] in b"+-":
+        neg = w[i:i + 1] == b"-"
+        i += 1
+    j = i
+    while j < len(w) and 0x30 <= w[j] <= 0x39:
+        j += 1
+    if j == i or (j < len(w) and w[j:j + 1] not in b" \t\n\v\f\r"):
+        return None
+    return neg, int(w[i:j]), w
+
+
+def c_strtoull(word):
+    sc = _c_scan(word)
+    if sc is None or sc[1] >= 1 << 64:
+        return None
+    neg, mag, w = sc
+    v = (-mag) % (1 << 64) if neg else mag
+    if v >= 1 << 63 and b"-" in w:
+        return None
+    return v
+
+
+def c_strtoul32(word):
+    v = c_strtoull(word)
+    return None if v is None else v & 0xFFFFFFFF
+
+
+def c_strtol32(word):
+    sc = _c_scan(word)
+    if sc is None:
+        return None
+    neg, mag, _ = sc
+    v = -mag if neg else mag
+    if not -(1 << 63) <= v < (1 << 63):
+        return None
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
 def text_key_ok(key):
     """Whether the text protocol can name `key` as one token."""
     return all(0x21 <= c <= 0xff and c != 0x7f for c in key)

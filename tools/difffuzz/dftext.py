@@ -9,13 +9,14 @@ terminator, an unknown command, an over-long line.
 
 import base64
 
-from dfgen import AbsTime, CasRef, KEY_MAX, MAX_DELTA
+from dfgen import (KEY_MAX, MAX_DELTA, AbsTime, CasRef, c_strtol32,
+                   c_strtoul32, c_strtoull)
 
 STORE = (b"set", b"add", b"replace", b"append", b"prepend", b"cas")
 
 
-# Malformed numbers: those both servers refuse, and those whose reading
-# depends on the parser (never tagged, so a disagreement shows).
+# Malformed numbers both servers refuse, and odd ones both read (strtol
+# takes a sign and leading zeros).
 BAD_NUMBERS = [b"abc", b"1.5", b"0x10", b"18446744073709551616",
                b"99999999999999999999"]
 ODD_NUMBERS = [b"+5", b"-0", b"007"]
@@ -35,7 +36,7 @@ def _num(g, good, field):
         if field == "exptime":
             bad.append(b"4294967296")
         return r.choice(bad), "bad"
-    return r.choice(ODD_NUMBERS), "odd"
+    return r.choice(ODD_NUMBERS), "ok"
 
 
 def _render(x):
@@ -72,82 +73,131 @@ def text_key(key, keep_space=True):
                  else 0x5f for c in key)
 
 
+def _word(t):
+    """A token as the server reads it (references render as numbers)."""
+    if isinstance(t, (AbsTime, CasRef)):
+        return b"1000000000"
+    if isinstance(t, int):
+        return b"%d" % t
+    return t
+
+
+def _kura_swallows(toks):
+    """(swallows, vlen): whether kura refuses this storage line after
+    reading its length, and so discards `vlen` + 2 bytes where memcached
+    reads on (doc/protocol.md, difference 2; proto_text.c)."""
+    words = [_word(t) for t in toks]
+    base = 6 if words[0] == b"cas" else 5
+    if len(words) not in (base, base + 1):
+        return False, None
+    vlen = c_strtol32(words[4])
+    if vlen is None or vlen < 0:
+        return False, None
+    bad = (len(words[1]) > KEY_MAX or c_strtoul32(words[2]) is None or
+           c_strtol32(words[3]) is None or
+           (base == 6 and c_strtoull(words[5]) is None))
+    return bad, vlen
+
+
 def storage(g, key, cas_src, no_grow=False):
     """set/add/replace/append/prepend/cas with a data block.
 
     Tagged "swallow" when kura reads and discards the data block of a
-    refused command (a bad key, flags, exptime or cas with a readable
-    length) and memcached runs it as a command line (doc/protocol.md,
-    difference 2); the data block is then a short word that no command
-    starts with."""
+    refused command (a key over 250 bytes, or bad flags, exptime or cas,
+    with a readable length) and memcached runs it as a command line
+    (doc/protocol.md, difference 2); the block is then exactly the length
+    kura reads. Whenever some bytes may be read as a command line (that
+    case, a malformed length, a missing word, a block longer or shorter
+    than announced) they are a short word no command starts with:
+    memcached reads a line over 2048 bytes only if it arrived in one
+    piece, which would make the reply depend on timing. An append or
+    prepend stays small: the result must not land between kura's item
+    limit and memcached's (dfgen.MC_ITEM_MAX)."""
     r = g.r
     key = text_key(key, False)
     cmds = [(30, b"set"), (8, b"add"), (8, b"replace"), (14, b"cas")]
     if not no_grow:
         cmds += [(8, b"append"), (8, b"prepend")]
     cmd = g.pick(cmds)
-    flags, fk = _num(g, g.flags(), "flags")
-    exptime, ek = _num(g, g.exptime(), "exptime")
-    value = g.value()
-    toks = [cmd, key, flags, exptime, None]
-    kinds = [fk, ek]
-    if cmd == b"cas":
-        c = _cas_token(g, cas_src)
-        toks.append(c)
-        kinds.append("bad" if c in (b"abc", b"-1") else "ok")
-    noreply = r.random() < 0.2
-    if noreply:
-        toks.append(r.choice([b"noreply"] * 9 + [b"norepl"]))
-    shape_ok = True
-    if r.random() < 0.04:
-        del toks[r.randrange(1, len(toks))]    # a token missing
-        shape_ok = False
-    elif r.random() < 0.02:
-        toks.append(b"extra")
-        shape_ok = False
-    swallow = shape_ok and (len(key) > KEY_MAX or "bad" in kinds)
-    if swallow:
-        value = g.value(small=True)
-    n = len(value)
-    if None in toks:
-        nb, bk = _num(g, n, "bytes")
-        toks[toks.index(None)] = nb
-        if bk != "ok":
-            swallow = False
+    for _ in range(20):
+        flags = _num(g, g.flags(), "flags")[0]
+        exptime = _num(g, g.exptime(), "exptime")[0]
+        value = g.value()
+        if cmd in (b"append", b"prepend") and len(value) > 65536:
+            value = g.value(small=True)
+        toks = [cmd, key, flags, exptime, None]
+        if cmd == b"cas":
+            toks.append(_cas_token(g, cas_src))
+        if r.random() < 0.2:
+            toks.append(r.choice([b"noreply"] * 9 + [b"norepl"]))
+        nb, bk = _num(g, 0, "bytes")
+        altered = bk == "bad"
+        if r.random() < 0.04:
+            del toks[r.randrange(1, len(toks))]    # a word missing
+            altered = True
+        elif r.random() < 0.02:
+            toks.append(b"extra")
+            altered = True
+        mismatch = r.random() < 0.05
+        bad_term = not mismatch and r.random() < 0.04
+        if altered or mismatch or bad_term:
+            value = g.value(small=True)
+        if None in toks:
+            toks[toks.index(None)] = len(value) if bk == "ok" else nb
+        swallow, vlen = _kura_swallows(toks)
+        if swallow:
+            if vlen > 64:
+                continue  # a shifted word as the length: try again
+            value = b"z" * vlen
+            mismatch = bad_term = False
+        break
     eol = b"\r\n" if r.random() < 0.95 else b"\n"
     data = value
     term = b"\r\n"
-    if not swallow and r.random() < 0.05:      # length mismatch
+    n = len(value)
+    if mismatch:
         data = value + b"x" * r.randint(1, 3) if r.random() < 0.5 \
             else value[:max(0, n - r.randint(1, 3))]
-    elif not swallow and r.random() < 0.04:
+    elif bad_term:
         term = r.choice([b"\n", b"xx", b""])
-    label = "%s, %d-byte value" % (cmd.decode(), n)
+    label = "%s, %d-byte value" % (cmd.decode(), len(value))
     tags = ("swallow",) if swallow else ()
-    return _join([t for t in toks if t is not None]) + [eol, data, term], \
-        label, tags
+    return _join(toks) + [eol, data, term], label, tags
 
 
 def _cas_token(g, cas_src):
     r = g.r
     if cas_src is not None and r.random() < 0.7:
-        return CasRef(cas_src, "dec", r.choice([0, 0, 0, 1]))
+        return CasRef(cas_src, "dec")
     return r.choice([0, 1, 2**64 - 1, 12345, b"abc", b"-1"])
 
 
 def retrieval(g, keys):
     """get/gets/gat/gats of one or more keys, repeats included."""
     r = g.r
-    cmd = g.pick([(30, b"get"), (20, b"gets"), (8, b"gat"), (8, b"gats")])
+    cmd = g.pick([(30, b"get"), (20, b"gets"), (8, b"gat"), (8, b"gats"),
+                  (2, b"bget")])
     nkeys = g.pick([(60, 1), (25, 2), (10, 5), (3, 0), (2, 40)])
     ks = [text_key(r.choice(keys)) for _ in range(nkeys)]
     toks = [cmd]
+    if cmd == b"bget":
+        # memcached reads a long line only for get and gets when it has
+        # not arrived whole (see below)
+        while ks and sum(len(k) + 2 for k in ks) > 1900:
+            ks.pop()
     if cmd in (b"gat", b"gats"):
         toks.append(_n(g, g.exptime(), "exptime"))
         # memcached reads a gat line over 2048 bytes only if it arrived
         # whole: keep under it (kura takes the get family's 1 MiB).
         while ks and sum(len(k) + 2 for k in ks) > 1900:
             ks.pop()
+        # A key over 250 bytes: memcached touches the keys before it and
+        # then refuses the line; kura refuses the line whole first
+        # (doc/protocol.md, difference 14).
+        ks = [k for k in ks if len(k) <= KEY_MAX] or \
+            [r.choice([k for k in keys if len(text_key(k)) <= KEY_MAX] or
+                      [b"~pfx~:short"])]
+        ks = [text_key(k) for k in ks]
     toks += ks
     sep = b" " if r.random() < 0.9 else b"  "
     return _join(toks, sep) + [b"\r\n"], "%s of %d keys" % (cmd.decode(),

@@ -10,8 +10,9 @@ Normalising turns an item into a tuple that two servers must agree on
 byte for byte, after removing what legitimately differs:
   - cas values become their equality pattern: the n-th distinct cas a
     server hands out in a stream reads as ("cas", n), 0 stays 0;
-  - `stats` blocks (text STAT lines, binary stat frames) collapse into one
-    item, and a version string into ("version",);
+  - `stats` listings compare by their end alone (text STAT lines are
+    dropped, binary stat frames collapse into one item), and a version
+    string reads ("version",);
   - meta t (time to live) and `me` exp= compare within 2 s, since the two
     servers' clocks tick at different moments;
   - the deliberate differences of doc/protocol.md that show in a reply
@@ -235,8 +236,10 @@ class Normaliser:
         out = []
         for it in items:
             n = self.item(it)
-            if n[0] in ("stats", "binstats") and out and out[-1] == n:
-                continue  # one block, however many lines
+            if n == ("stats",):
+                continue  # which STAT lines a listing has is the server's
+            if n[0] == "binstats" and out and out[-1] == n:
+                continue  # one block, however many frames
             out.append(n)
         return _sort_prefix_runs(out)
 
