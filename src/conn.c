@@ -42,6 +42,7 @@ struct conn {
     bool peer_closed;   /* the client shut its side: answer, then close */
     bool yielded;       /* the last pass stopped to let others run */
     struct process_session session;
+    struct conntab_slot *slot; /* in the host's conntab, or NULL */
     size_t cursor; /* progress through a multi-key get */
     uint64_t sent;      /* bytes ever sent (absolute output offset) */
     uint64_t safe_end;  /* output up to here may be sent */
@@ -146,6 +147,7 @@ _free(struct conn *c)
         event_del(&c->ev);
     }
     if (c->fd >= 0) {
+        conntab_remove(h->conntab, c->fd);
         close(c->fd);
     }
     buf_deinit(&c->in);
@@ -197,6 +199,7 @@ conn_create(struct conn_host *h, int fd)
     }
     h->all = c;
     h->nconns++;
+    c->slot = conntab_add(h->conntab, fd, false, conntab_now());
     _set_events(c, EV_READ);
     return c;
 }
@@ -216,12 +219,34 @@ _handoff(struct conn *c, const struct proto_request *req)
     int fd = c->fd;
 
     _set_events(c, 0);
+    conntab_remove(h->conntab, fd);
+    c->slot = NULL;
     c->fd = -1;
     if (h->handoff == NULL || h->handoff(h->handoff_arg, fd, req) != 0) {
         close(fd);
     }
     buf_reset(&c->out);
     _close(c);
+}
+
+/* What `stats conns` shows the connection doing, between passes. */
+static void
+_note_state(struct conn *c)
+{
+    enum conntab_state st = CONNTAB_WAITING;
+    if (c->slot == NULL) {
+        return;
+    }
+    if (c->state == CONN_CLOSING) {
+        st = CONNTAB_CLOSING;
+    } else if (c->state == CONN_DRAINING) {
+        st = CONNTAB_MWRITE;
+    } else if (c->parser.need > buf_len(&c->in) || c->parser.swallow > 0) {
+        st = CONNTAB_NREAD;
+    } else if (buf_len(&c->in) > 0) {
+        st = CONNTAB_READ;
+    }
+    conntab_note(c->slot, st, 0);
 }
 
 /* Runs buffered requests until input runs out or the client must wait. */
@@ -234,6 +259,9 @@ _process(struct conn *c)
 
     txn_batch_set_owner(h->pctx->batch, c);
     c->yielded = false;
+    if (c->slot != NULL && buf_len(&c->in) > 0) {
+        conntab_note(c->slot, CONNTAB_PARSE, conntab_now());
+    }
     while (c->state == CONN_READING) {
         if (buf_len(&c->out) > h->watermark) {
             _set_state(c, CONN_DRAINING);
@@ -332,6 +360,7 @@ _process(struct conn *c)
         _set_state(c, CONN_CLOSING);
         _set_events(c, 0);
     }
+    _note_state(c);
     buf_shrink(&c->in, CONN_BUF_KEEP);
     if (txn_staged_total(h->pctx->batch) != staged) {
         c->wrote = true;

@@ -36,6 +36,7 @@
 #include <sys/types.h>
 
 #include "buf.h"
+#include "conntab.h"
 #include "process.h"
 #include "proto.h"
 
@@ -85,6 +86,7 @@ struct conn_host {
      */
     ssize_t (*send)(void *arg, int fd, const void *data, size_t len);
     void *send_arg;
+    struct conntab *conntab; /* stats conns; NULL: not listed */
 };
 
 /* Initialises an empty host. */

@@ -467,6 +467,12 @@ _arith(struct process_ctx *ctx, const struct proto_request *req,
         value = req->initial;
         process_new_meta(ctx, &m, 0, expiry_absolute(req->exptime, n.s));
     } else {
+        /* memcached refuses an empty value before it compares the cas */
+        if (cur.vlen == 0) {
+            txn_current_release(&cur);
+            return process_result_of(
+                reply_result(out, req, REPLY_NON_NUMERIC, NULL));
+        }
         if (req->has_cas && cur.meta.cas != req->cas_unique) {
             txn_current_release(&cur);
             return process_result_of(

@@ -28,6 +28,7 @@
 #include "access.h"
 #include "auth.h"
 #include "buf.h"
+#include "conntab.h"
 #include "detail.h"
 #include "proto.h"
 #include "reply.h"
@@ -51,6 +52,7 @@ struct process_env {
     const struct auth *auth;     /* -auth; disabled when not given */
     struct access_table *access; /* recent reads, meta h and l */
     struct detail *detail;       /* stats detail; NULL: not kept */
+    struct conntab *conntab;     /* stats conns; NULL: not kept */
 };
 
 /* One connection's state across its requests. */

@@ -594,6 +594,31 @@ _bin_prefix(const struct proto_request *req, const char *word)
     return req->args_len >= n && memcmp(req->args, word, n) == 0;
 }
 
+struct conns_out {
+    struct buf *out;
+    const struct proto_request *req;
+};
+
+static bool
+_emit_conn_stat(void *arg, const char *name, const char *value)
+{
+    struct conns_out *o = arg;
+    return reply_stat(o->out, o->req, name, "%s", value);
+}
+
+/* stats conns: every socket, as memcached lists them (conntab.h). */
+static bool
+_stats_conns(struct process_ctx *ctx, const struct proto_request *req,
+             struct buf *out)
+{
+    struct conns_out o = {out, req};
+    if (ctx->env->conntab != NULL &&
+        !conntab_list(ctx->env->conntab, _emit_conn_stat, &o)) {
+        return false;
+    }
+    return reply_stats_end(out, req);
+}
+
 /* stats detail on|off|dump (detail.h), as memcached answers it. */
 static bool
 _stats_detail_text(struct process_ctx *ctx, const struct proto_request *req,
@@ -676,6 +701,9 @@ process_stats(struct process_ctx *ctx, const struct proto_request *req,
         return process_result_of(
             reply_stat(out, req, "sizes_status", "disabled") &&
             reply_stats_end(out, req));
+    }
+    if (_args_are(req, "conns") && req->kind != PROTO_KIND_BINARY) {
+        return process_result_of(_stats_conns(ctx, req, out));
     }
     if (req->kind == PROTO_KIND_BINARY && _bin_prefix(req, "detail")) {
         return process_result_of(_stats_detail_bin(ctx, req, out));

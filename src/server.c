@@ -74,6 +74,8 @@ struct server {
     struct auth clients;         /* -auth */
     struct access_table access;  /* meta h and l */
     struct detail detail;        /* stats detail */
+    struct conntab conntab;      /* stats conns */
+    bool conntab_ready;
     bool access_ready;
     struct repl_sender *sender;  /* serves peers; with an update log */
     struct repl_receiver *receiver; /* follows -mhost */
@@ -547,6 +549,7 @@ _serve(struct server *srv, char *err, size_t errlen)
 {
     const struct settings *s = srv->settings;
 
+    (void)conntab_add(&srv->conntab, srv->listener.fd, true, conntab_now());
     if (listener_start(&srv->listener, err, errlen) != 0) {
         return -1;
     }
@@ -659,6 +662,13 @@ _start(struct server *srv, char *err, size_t errlen)
                  "more)",
                  (unsigned long long)got, s->maxconn, srv->maxconn);
     }
+    if (conntab_init(&srv->conntab, got) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    srv->conntab_ready = true;
+    srv->penv.conntab = &srv->conntab;
+    srv->shared.conntab = &srv->conntab;
     /* Before the database: a bad password file changes nothing. */
     if (auth_load(&srv->clients, s->auth_path, err, errlen) != 0) {
         return -1;
@@ -782,6 +792,9 @@ _stop(struct server *srv)
     if (srv->access_ready) {
         access_deinit(&srv->access);
         detail_deinit(&srv->detail);
+    }
+    if (srv->conntab_ready) {
+        conntab_deinit(&srv->conntab);
     }
     auth_free(&srv->clients);
     pidfile_release(&srv->pid);

@@ -137,6 +137,7 @@ worker_init(struct worker *w, int id, struct worker_shared *shared)
     w->host.handoff_arg = shared->handoff_arg;
     w->host.send = shared->send;
     w->host.send_arg = shared->send_arg;
+    w->host.conntab = shared->conntab;
     /* Replies wait for the log under "always", and under "peer" for the
      * peer's report or the sync (ulog.h U10). */
     enum ulog_fsync policy = shared->penv->settings->fsync;

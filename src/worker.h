@@ -48,6 +48,7 @@ struct worker_shared {
      * the unit suite captures them instead. */
     ssize_t (*send)(void *arg, int fd, const void *data, size_t len);
     void *send_arg;
+    struct conntab *conntab;  /* stats conns; NULL: not listed */
 };
 
 struct worker {

@@ -149,6 +149,63 @@ START_TEST(test_half_close_answers_every_request)
 }
 END_TEST
 
+struct conns_probe {
+    int fd;
+    char out[8192];
+};
+
+static bool
+_conns_show_nread(void *arg)
+{
+    struct conns_probe *p = arg;
+    return kc_send(p->fd, "stats conns\r\n", 13) == 0 &&
+           kc_read_until(p->fd, p->out, sizeof(p->out), "END\r\n", 2000) >
+               0 &&
+           strstr(p->out, ":state conn_nread\r\n") != NULL;
+}
+
+/*
+ * stats conns lists every socket as memcached does: the listener, a
+ * client in the middle of a data block, and the one asking (found
+ * answering ERROR by tools/difffuzz; memcached's t/stats-conns.t).
+ */
+START_TEST(test_stats_conns)
+{
+    int a = kc_connect(k.port);
+    struct conns_probe p = {.fd = kc_connect(k.port)};
+    char want[64];
+
+    ck_assert_int_eq(kc_sends(a, "set foo 0 0 6\r\n"), 0);
+    ck_assert(harness_wait_for(_conns_show_nread, &p, 5000));
+    ck_assert_ptr_nonnull(strstr(p.out, ":state conn_listening\r\n"));
+    ck_assert_ptr_nonnull(strstr(p.out, ":state conn_parse_cmd\r\n"));
+    snprintf(want, sizeof(want), ":listen_addr tcp:127.0.0.1:%d\r\n", k.port);
+    ck_assert_ptr_nonnull(strstr(p.out, want));
+    snprintf(want, sizeof(want), ":addr tcp:127.0.0.1:%d\r\n", k.port);
+    ck_assert_ptr_nonnull(strstr(p.out, want));
+    ck_assert_ptr_nonnull(strstr(p.out, ":secs_since_last_cmd "));
+    /* a client gone is no longer listed */
+    int before = 0;
+    for (const char *q = p.out; (q = strstr(q, ":addr ")) != NULL; q++) {
+        before++;
+    }
+    close(a);
+    uint64_t deadline = harness_now_ms() + 5000;
+    int after;
+    do {
+        ck_assert_int_eq(kc_sends(p.fd, "stats conns\r\n"), 0);
+        ck_assert(kc_read_until(p.fd, p.out, sizeof(p.out), "END\r\n",
+                                2000) > 0);
+        after = 0;
+        for (const char *q = p.out; (q = strstr(q, ":addr ")) != NULL; q++) {
+            after++;
+        }
+    } while (after != before - 1 && harness_now_ms() < deadline);
+    ck_assert_int_eq(after, before - 1);
+    close(p.fd);
+}
+END_TEST
+
 START_TEST(test_byte_at_a_time)
 {
     int fd = kc_connect(k.port);
@@ -547,6 +604,7 @@ protocol_suite(void)
     tcase_add_test(tc, test_transcript);
     tcase_add_test(tc, test_pipelined_batch);
     tcase_add_test(tc, test_half_close_answers_every_request);
+    tcase_add_test(tc, test_stats_conns);
     tcase_add_test(tc, test_byte_at_a_time);
     tcase_add_test(tc, test_value_size_limit);
     tcase_add_test(tc, test_quit_server_closes_first);

@@ -165,6 +165,16 @@ class Gen:
         r = self.r
         if small:
             return b"zz%d" % r.randint(0, 99999)
+        v = self._value()
+        if v and not v.strip(b" \t\n\v\f\r"):
+            # Only white space: memcached's incr reads on past the value
+            # into whatever memory follows (doc/protocol.md, difference
+            # 15), so its answer is not the value's.
+            v = b"w" + v
+        return v
+
+    def _value(self):
+        r = self.r
         return self.pick([
             (30, lambda: b"v%d" % r.randint(0, 999)),
             (10, lambda: b""),
