@@ -7,6 +7,7 @@
  */
 #include "process_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -189,11 +190,20 @@ process_stage_counter(struct process_ctx *ctx,
     char digits[UTIL_U64_DIGITS];
     size_t nd = util_u64_to_dec(value, digits);
     size_t pad = old_len > nd ? old_len - nd : 0;
-    if (pad > sizeof(spaces)) {
-        pad = 0; /* a very long value shrinks to its digits */
+    if (pad <= sizeof(spaces)) {
+        return txn_stage_record(ctx->batch, req->key, req->nkey, m, digits,
+                                nd, spaces, pad);
     }
-    return txn_stage_record(ctx->batch, req->key, req->nkey, m, digits, nd,
-                            spaces, pad);
+    /* A long value keeps its length (at most PROCESS_COUNTER_MAX). */
+    char *wide = malloc(pad);
+    if (wide == NULL) {
+        return TXN_ENOMEM;
+    }
+    memset(wide, ' ', pad);
+    enum txn_status st = txn_stage_record(ctx->batch, req->key, req->nkey, m,
+                                          digits, nd, wide, pad);
+    free(wide);
+    return st;
 }
 
 /* ------------------------------------------------ the classic commands */
@@ -467,8 +477,9 @@ _arith(struct process_ctx *ctx, const struct proto_request *req,
         value = req->initial;
         process_new_meta(ctx, &m, 0, expiry_absolute(req->exptime, n.s));
     } else {
-        /* memcached refuses an empty value before it compares the cas */
-        if (cur.vlen == 0) {
+        /* memcached refuses an empty value, and one it keeps in chunks,
+         * before it compares the cas */
+        if (cur.vlen == 0 || cur.vlen > PROCESS_COUNTER_MAX) {
             txn_current_release(&cur);
             return process_result_of(
                 reply_result(out, req, REPLY_NON_NUMERIC, NULL));

@@ -82,6 +82,13 @@ void process_note_write(struct process_ctx *ctx, const char *key,
                         size_t nkey, const struct now *n);
 
 /*
+ * The longest value incr and decr read. memcached keeps a larger item in
+ * chunks (slab_chunk_max, 512 KiB by default) and answers non-numeric for
+ * it whatever it holds; kura does the same at this length.
+ */
+#define PROCESS_COUNTER_MAX ((size_t)512 * 1024 - 64)
+
+/*
  * Reads a stored value as memcached's incr does (strtoull): see
  * process.c. Returns false if it is not a number.
  */

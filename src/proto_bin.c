@@ -279,6 +279,18 @@ proto_bin_parse(struct proto_parser *p, const char *buf, size_t len,
         return _fail(p, PROTO_ERR_BIN_UNKNOWN, PROTO_ECLOSE);
     }
     uint64_t nvalue = body - nkey - nextras;
+    /*
+     * memcached's order, from the header alone: a key over 250 bytes, then
+     * a frame the opcode does not allow (both: Invalid arguments and a
+     * close), then a value over the limit.
+     */
+    bool extras_ok = in.extras >= 0 ? nextras == (size_t)in.extras
+                                    : nextras == 0 || nextras == 4;
+    bool key_ok = in.key > 0 ? nkey > 0 : in.key == 0 ? nkey == 0 : true;
+    if (nkey > PROTO_KEY_MAX ||
+        (in.known && (!extras_ok || !key_ok || (!in.value && nvalue > 0)))) {
+        return _fail(p, PROTO_ERR_BIN_EINVAL, PROTO_ECLOSE);
+    }
     if (in.known && in.value && nvalue > p->limits.item_max) {
         /* memcached answers "Too large." and reads on past the body. It
          * reads the key first (a set also drops the key's old value), so
@@ -310,13 +322,6 @@ proto_bin_parse(struct proto_parser *p, const char *buf, size_t len,
     *consumed = eaten + total;
     if (!in.known) {
         return _fail(p, PROTO_ERR_BIN_UNKNOWN, PROTO_EREQ);
-    }
-    bool extras_ok = in.extras >= 0 ? nextras == (size_t)in.extras
-                                    : nextras == 0 || nextras == 4;
-    bool key_ok = in.key > 0 ? nkey > 0 : in.key == 0 ? nkey == 0 : true;
-    if (!extras_ok || !key_ok || nkey > PROTO_KEY_MAX ||
-        (!in.value && nvalue > 0)) {
-        return _fail(p, PROTO_ERR_BIN_EINVAL, PROTO_ECLOSE);
     }
     const char *extras = buf + PROTO_BIN_HEADER;
     const char *key = extras + nextras;

@@ -77,7 +77,12 @@ def request(g, key, cas_src, opaque, no_grow=False, allow_delay=True):
         return _frame_with_refs(B[name], key, ex, g.value(), opaque,
                                 cas), name
     if name in ("append", "appendq", "prepend", "prependq"):
-        return bin_frame(B[name], key=key, value=g.value(), opaque=opaque,
+        # small, so that the result never lands between kura's item limit
+        # and memcached's (dfgen.MC_ITEM_MAX)
+        value = g.value()
+        if len(value) > 65536:
+            value = g.value(small=True)
+        return bin_frame(B[name], key=key, value=value, opaque=opaque,
                          cas=cas), name
     if name in ("delete", "deleteq"):
         return bin_frame(B[name], key=key, opaque=opaque, cas=cas), name

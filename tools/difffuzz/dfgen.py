@@ -36,9 +36,10 @@ ITEM_MAX = 1024 * 1024
 KEY_PREFIX = b"~pfx~:"
 # memcached counts its item header and the key against its size limit,
 # kura only the value (doc/protocol.md): memcached runs with a limit of
-# 1040 KiB, so that it stores every value kura stores, and values between
+# 1.5 MiB (a multiple of its default slab_chunk_max, 512 KiB, which it
+# requires), so that it stores every value kura stores, and values between
 # the two limits are never generated. PAST_MAX is past both.
-MC_ITEM_MAX = 1040 * 1024
+MC_ITEM_MAX = 1536 * 1024
 PAST_MAX = MC_ITEM_MAX + 1
 KEY_MAX = 250
 MAX_DELTA = 2592000  # 30 days: larger exptimes are absolute

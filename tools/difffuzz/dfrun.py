@@ -12,8 +12,9 @@ a sentinel after those that close a reply unit; the sockets are
 non-blocking and replies are read while requests are written, so a
 stream with large values cannot deadlock. At a sync the player reads
 until that sentinel's reply arrives (or the server closes, or a deadline
-passes). At the end every connection gets a last sentinel and a
-shutdown of its write side, and is read until the server closes it.
+passes). At the end every connection is read until the reply to its
+last sentinel, or failing that its write side is shut and it is read
+until the server closes it.
 """
 
 import base64
@@ -33,8 +34,8 @@ import dftext
 import dfwire
 from dfgen import KEY_PREFIX, AbsTime, CasRef
 
-SYNC_TIMEOUT = 1.0
-END_TIMEOUT = 3.0
+SYNC_TIMEOUT = 2.0
+END_TIMEOUT = 5.0
 STALE_CAS = 9000000000000000000  # a cas no server hands out in a run
 
 
@@ -247,6 +248,7 @@ def play(server, stream, prefix=KEY_PREFIX):
     token = 0
     now = int(time.time())
     last_on = {}
+    last_token = {}
     for i, req in enumerate(stream.reqs):
         last_on[req.conn] = i
     for i, req in enumerate(stream.reqs):
@@ -266,6 +268,7 @@ def play(server, stream, prefix=KEY_PREFIX):
         sentinel = req.sentinel_after or last_on[req.conn] == i
         if sentinel:
             token += 1
+            last_token[req.conn] = token
             data += dfbin.sentinel(token) if c.binary \
                 else dftext.sentinel(token)
         until = None
@@ -283,18 +286,31 @@ def play(server, stream, prefix=KEY_PREFIX):
             c.unit_start = len(c.parser.items)
     for n in sorted(conns):
         c = conns[n]
-        if not c.write_dead:
-            try:
-                c.sock.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
-        ok = c.pump(b"", time.monotonic() + END_TIMEOUT,
-                    lambda p: False)
+        # The last sentinel's reply ends the stream on this connection:
+        # the server answered everything and kept the connection open. If
+        # it does not come (a data block still awaited took it), the write
+        # side is shut and the connection read until the server closes.
+        t = last_token[n]
+        seen = c.pump(b"", time.monotonic() + SYNC_TIMEOUT,
+                      lambda p, t=t: any(dfwire.is_sentinel(it, t)
+                                         for it in p.items))
         if c.eof:
             results[n].end = "eof"
+        elif seen:
+            results[n].end = "open"
         else:
-            c.parser.finish()
-            results[n].end = "timeout" if not ok else "open"
+            if not c.write_dead:
+                try:
+                    c.sock.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+            ok = c.pump(b"", time.monotonic() + END_TIMEOUT,
+                        lambda p: False)
+            if c.eof:
+                results[n].end = "eof"
+            else:
+                c.parser.finish()
+                results[n].end = "timeout" if not ok else "open"
         results[n].items = c.parser.items
         c.sock.close()
     return results

@@ -16,7 +16,7 @@ import dfcompare
 import dfrun
 import dfwire
 from dfgen import AbsTime, BIN_NAMES, CasRef
-from dfstream import fix, without
+from dfstream import fix, opens_well, without
 
 
 class Shrinker:
@@ -50,7 +50,8 @@ class Shrinker:
                 drop = set(range(start, min(start + size,
                                             len(stream.reqs))))
                 cand = without(stream, drop)
-                if cand.reqs and self.diverges(cand, signature):
+                if cand.reqs and opens_well(cand) and \
+                        self.diverges(cand, signature):
                     stream = cand
                     progressed = True
                 else:

@@ -10,6 +10,9 @@ the order of the stream) and before it uses a cas an earlier request
 returned: those requests are marked sync_after.
 """
 
+import re
+import struct
+
 import dfbin
 import dftext
 from dfgen import ITEM_MAX, AbsTime, CasRef, Gen, Req
@@ -51,6 +54,16 @@ def generate(rng, sid, protocols=PROTOCOLS):
     big = 0
     big_keys = set()  # keys that may hold a value near the limit
     flushed_now = False  # an immediate flush was generated
+    # Keys that may hold a number of 2^63 or more: memcached's incr then
+    # looks for a '-' past the end of the value, in memory that belongs
+    # to no item, and may answer non-numeric (doc/protocol.md, difference
+    # 15): no incr or decr on them.
+    counter_keys = set()
+    # Connections whose last request may have left bytes that the next one
+    # is read with (a data block longer or shorter than announced): the
+    # next stays short, as a line over 2048 bytes reads differently in
+    # memcached depending on how it arrived.
+    shifted = {}
     conn = 0
     for i in range(n):
         if nconn > 1 and r.random() < 0.3:
@@ -76,21 +89,34 @@ def generate(rng, sid, protocols=PROTOCOLS):
             for _ in range(20):
                 out = _one(g, proto, key, keys, src, i + 1, first, no_grow,
                            not flushed_now)
-                if not first or _opens_well(out[0]):
-                    break
+                if first and not _opens_well(out[0]):
+                    continue
+                if key in counter_keys and _counts(out[1]):
+                    continue
+                if shifted.get(conn) and sum(
+                        len(p) for p in out[0] if isinstance(p, bytes)) > 1000:
+                    continue
+                break
+            else:
+                continue
             parts, label = out[0], out[1]
             req = Req(conn, parts, proto == "bin", label,
                       out[2] if len(out) > 2 else ())
             if label.startswith("flush") and not label.endswith("later"):
                 flushed_now = True
+        head = next((p for p in req.parts if isinstance(p, bytes)), b"")
+        req.binary = head[:1] == b"\x80"
         if req.binary != (protos[conn] == "bin"):
             mixed = True  # a frame on a text connection, or a line on a
             # binary one (whichever generator chose it)
         if mixed:
             # Read as the other protocol, a time's bytes would change how
             # the request splits from play to play: use a fixed one.
-            req.parts = [p if not isinstance(p, AbsTime) else
-                         (b"1000" if p.fmt == "dec" else b"\0\0\3\xe8")
+            # The same for a cas: each server's differ.
+            req.parts = [p if not isinstance(p, (AbsTime, CasRef)) else
+                         (b"1000" if p.fmt == "dec" else
+                          b"\0\0\3\xe8" if isinstance(p, AbsTime) else
+                          b"\x7d" * 8)
                          for p in req.parts]
             if protos[conn] != "bin":
                 # A frame read as a text line: end it, and keep it short,
@@ -103,6 +129,9 @@ def generate(rng, sid, protocols=PROTOCOLS):
         size = sum(len(p) for p in req.parts if isinstance(p, bytes))
         if size > ITEM_MAX - 65536:
             big_keys.add(key)
+        if _may_make_big_number(req):
+            counter_keys.add(key)
+        shifted[conn] = "shifts" in req.tags
         if size > 65536:
             big += 1
             if big > 2:
@@ -111,6 +140,28 @@ def generate(rng, sid, protocols=PROTOCOLS):
         req.sentinel_after = req.sentinel_after or r.random() < 0.6
         reqs.append(req)
     return fix(Stream(sid, reqs))
+
+
+def _counts(label):
+    """Whether a request is an incr, decr or meta arithmetic."""
+    return label.split(" ")[0].rstrip(",") in (
+        "incr", "decr", "incrq", "decrq", "ma")
+
+
+_DIGITS = re.compile(rb"[0-9]{16}")
+
+
+def _may_make_big_number(req):
+    """Whether a request may leave a number of 2^63 or more in its key: a
+    run of 16 digits in it (a value, an incr's delta), or a binary incr or
+    decr whose delta or initial value is that large."""
+    data = b"".join(p for p in req.parts if isinstance(p, bytes))
+    if _DIGITS.search(data):
+        return True
+    if req.binary and len(data) >= 44 and data[1] in (5, 6, 0x15, 0x16):
+        delta, initial = struct.unpack_from(">QQ", data, 24)
+        return max(delta, initial) >= 10 ** 15
+    return False
 
 
 def _opens_well(parts):
@@ -230,8 +281,21 @@ def _long_key_get(req):
     line = b"".join(p for p in req.parts if isinstance(p, bytes))
     line = line.split(b"\n", 1)[0]
     words = line.split(b" ")
-    return words[0] in (b"get", b"gets", b"gat", b"gats") and \
+    return words[0] in (b"get", b"gets", b"gat", b"gats", b"bget") and \
         any(len(w) > 250 for w in words[1:])
+
+
+def opens_well(stream):
+    """Whether every connection of `stream` starts as a generated one may
+    (see _opens_well): a shrunk stream must not start one with a request
+    that was not first."""
+    seen = set()
+    for req in stream.reqs:
+        if req.conn not in seen:
+            seen.add(req.conn)
+            if not _opens_well(req.parts):
+                return False
+    return True
 
 
 def without(stream, drop):

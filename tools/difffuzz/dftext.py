@@ -139,7 +139,7 @@ def storage(g, key, cas_src, no_grow=False):
             toks.append(b"extra")
             altered = True
         mismatch = r.random() < 0.05
-        bad_term = not mismatch and r.random() < 0.04
+        bad_term = not mismatch and not altered and r.random() < 0.04
         if altered or mismatch or bad_term:
             value = g.value(small=True)
         if None in toks:
@@ -162,6 +162,8 @@ def storage(g, key, cas_src, no_grow=False):
         term = r.choice([b"\n", b"xx", b""])
     label = "%s, %d-byte value" % (cmd.decode(), len(value))
     tags = ("swallow",) if swallow else ()
+    if mismatch or bad_term:
+        tags += ("shifts",)
     return _join(toks) + [eol, data, term], label, tags
 
 
