@@ -169,6 +169,7 @@ txn_batch_deinit(struct txn_batch *b)
         txn_wait_applied(b);
     }
     buf_deinit(&b->data);
+    free(b->flushes);
     free(b->changes);
     free(b->held);
     free(b->held_bits);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "atomicfile.h"
@@ -124,9 +125,23 @@ txn_flush_all(struct txn_batch *b, int64_t delay_s)
     if (st != TXN_OK) {
         return st;
     }
-    b->flush_waiting = true;
-    b->flush_stamp = stamp;
-    b->flush_deadline = deadline;
+    if (b->nflushes == b->flushes_cap) {
+        size_t cap = b->flushes_cap ? b->flushes_cap * 2 : 4;
+        struct txn_flush_staged *f =
+            realloc(b->flushes, cap * sizeof(*b->flushes));
+        if (f == NULL) {
+            /* The record is staged: commit it, and let this batch's reads
+             * see the flush only once it is applied. */
+            (void)txn_commit(b);
+            return TXN_ENOMEM;
+        }
+        b->flushes = f;
+        b->flushes_cap = cap;
+    }
+    /* Every flush of the batch is kept: a second must not hide the first
+     * from the batch's own reads (an immediate flush followed by a
+     * delayed one in one pipeline left the items the first hid visible). */
+    b->flushes[b->nflushes++] = (struct txn_flush_staged){stamp, deadline};
     return txn_commit(b);
 }
 
@@ -134,13 +149,16 @@ void
 txn_batch_flush_state(struct txn_batch *b, struct expiry_flush *out)
 {
     txn_flush_state(b->eng, out);
-    if (!b->flush_waiting) {
+    if (b->nflushes == 0) {
         return;
     }
     if (b->waiting == 0) {
-        b->flush_waiting = false; /* applied: the engine's state has it */
+        b->nflushes = 0; /* applied: the engine's state has them */
         return;
     }
-    /* Folding it in again once applied changes nothing. */
-    (void)expiry_flush_apply(out, b->flush_stamp, b->flush_deadline);
+    /* Folding them in again once applied changes nothing. */
+    for (size_t i = 0; i < b->nflushes; i++) {
+        (void)expiry_flush_apply(out, b->flushes[i].stamp,
+                                 b->flushes[i].deadline);
+    }
 }
