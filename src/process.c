@@ -783,6 +783,11 @@ process_error(struct process_ctx *ctx, struct process_session *sess,
         return _unauthenticated(ctx, sess, req, out);
     }
     bool closes = st == PROTO_ECLOSE;
+    if (p->error == PROTO_ERR_BAD_CHUNK && req->nkey > 0 &&
+        req->cmd != PROTO_CMD_MS) {
+        /* memcached counts the set before it reads the data */
+        _detail(ctx, req, req->key, req->nkey, 's', false);
+    }
     if (p->error == PROTO_ERR_TOO_LARGE) {
         stats_incr(ctx->stats, STATS_STORE_TOO_LARGE);
         if (req->nkey > 0) {
