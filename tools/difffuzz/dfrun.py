@@ -35,6 +35,7 @@ import dfwire
 from dfgen import KEY_PREFIX, AbsTime, CasRef
 
 SYNC_TIMEOUT = 2.0
+LAST_TIMEOUT = 0.5  # then the half-close below
 END_TIMEOUT = 5.0
 STALE_CAS = 9000000000000000000  # a cas no server hands out in a run
 
@@ -291,7 +292,7 @@ def play(server, stream, prefix=KEY_PREFIX):
         # it does not come (a data block still awaited took it), the write
         # side is shut and the connection read until the server closes.
         t = last_token[n]
-        seen = c.pump(b"", time.monotonic() + SYNC_TIMEOUT,
+        seen = c.pump(b"", time.monotonic() + LAST_TIMEOUT,
                       lambda p, t=t: any(dfwire.is_sentinel(it, t)
                                          for it in p.items))
         if c.eof:

@@ -155,11 +155,18 @@ def storage(g, key, cas_src, no_grow=False):
     data = value
     term = b"\r\n"
     n = len(value)
-    if mismatch:
-        data = value + b"x" * r.randint(1, 3) if r.random() < 0.5 \
-            else value[:max(0, n - r.randint(1, 3))]
+    # A block longer than announced runs on into a line of its own; one
+    # shorter, or a terminator cut short, is made up with filler to the
+    # length the server reads, so that the next request (a sentinel, say)
+    # is read as itself.
+    if mismatch and r.random() < 0.5:
+        data = value + b"x" * r.randint(1, 3)
+    elif mismatch:
+        k = min(n, r.randint(1, 3))
+        data = value[:n - k]
+        term = b"\r\n" + b"z" * k
     elif bad_term:
-        term = r.choice([b"\n", b"xx", b""])
+        term = r.choice([b"\nz", b"xx", b"zz"])
     label = "%s, %d-byte value" % (cmd.decode(), len(value))
     tags = ("swallow",) if swallow else ()
     if mismatch or bad_term:
