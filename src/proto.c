@@ -3,6 +3,7 @@
  * names, key rules, the class a command counts as, base64 for meta keys.
  */
 #include "proto.h"
+#include "proto_internal.h"
 
 #include <string.h>
 
@@ -51,6 +52,17 @@ static const struct cmd_name cmd_names[PROTO_CMD_COUNT] = {
     [PROTO_CMD_SHUTDOWN] = NAME("shutdown"),
     [PROTO_CMD_MEMLIMIT] = NAME("cache_memlimit"),
 };
+
+enum proto_status
+proto_fail(struct proto_parser *p, enum proto_error err, bool noreply)
+{
+    p->error = err;
+    p->error_noreply = noreply;
+    if (err == PROTO_ERR_LINE_TOO_LONG || err == PROTO_ERR_HTTP) {
+        return PROTO_ECLOSE;
+    }
+    return PROTO_EREQ;
+}
 
 const char *
 proto_cmd_name(enum proto_cmd cmd)

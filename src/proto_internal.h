@@ -1,6 +1,7 @@
 /*
- * proto_internal: what the text parser shares with the meta flags parser
- * (proto_text.c, proto_meta.c) and nothing else.
+ * proto_internal: what the text and meta line parsers (proto_text.c,
+ * proto_meta.c) share beyond proto_token.h: the failure helper (proto.c)
+ * and the meta parser's entry, which the text parser dispatches to.
  */
 #ifndef KURA_PROTO_INTERNAL_H
 #define KURA_PROTO_INTERNAL_H

@@ -48,17 +48,6 @@ _is_noreply(const struct token *t)
     return len == 7 && memcmp(t->s, "noreply", 7) == 0;
 }
 
-enum proto_status
-proto_fail(struct proto_parser *p, enum proto_error err, bool noreply)
-{
-    p->error = err;
-    p->error_noreply = noreply;
-    if (err == PROTO_ERR_LINE_TOO_LONG || err == PROTO_ERR_HTTP) {
-        return PROTO_ECLOSE;
-    }
-    return PROTO_EREQ;
-}
-
 bool
 proto_next_key(const struct proto_request *req, size_t *pos,
                const char **key, size_t *nkey)
