@@ -38,6 +38,15 @@ _set_cas(const struct proto_request *req, struct record_meta *m)
     }
 }
 
+/* t came before T: it reports the ttl as it was. */
+static bool
+_t_before_T(const struct proto_meta *f)
+{
+    const char *t = memchr(f->order, 't', f->norder);
+    const char *T = memchr(f->order, 'T', f->norder);
+    return t != NULL && T != NULL && t < T;
+}
+
 /* Rewrites the envelope of `cur` as a new change of this server. */
 static struct record_meta
 _restamp(struct process_ctx *ctx, const struct txn_current *cur)
@@ -137,7 +146,7 @@ again:;
         m.token = m.token || won;
         if (f->ttl) {
             m.exptime = _exptime(f->ttl_value, &n);
-            if (!f->ttl_before_update) {
+            if (!_t_before_T(f)) {
                 it.ttl = process_ttl(&m, &n);
             }
         }
@@ -395,7 +404,7 @@ _me(struct process_ctx *ctx, const struct proto_request *req,
         it.nkey = req->nkey;
         struct proto_request plain = *req;
         plain.meta.quiet = false; /* me has no quiet mode */
-        plain.meta.nret = 0;
+        plain.meta.norder = 0;
         return process_result_of(reply_miss(out, &plain, &it));
     }
     process_item(&it, req->key, req->nkey, &cur, &n);

@@ -32,8 +32,8 @@ _flags(struct buf *out, const struct proto_request *req,
 {
     const struct proto_meta *m = &req->meta;
     char tmp[UTIL_U64_DIGITS + 4];
-    for (size_t i = 0; i < m->nret; i++) {
-        char f = m->ret[i];
+    for (size_t i = 0; i < m->norder; i++) {
+        char f = m->order[i];
         if (strchr(allowed, f) == NULL ||
             (it == NULL && strchr("fhlst", f) != NULL)) {
             continue; /* a failure has no item to describe */
