@@ -7,10 +7,12 @@
  */
 #include "process_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "cmdmask.h"
+#include "proto_token.h"
 #include "util.h"
 
 /* ---------------------------------------------------- shared helpers */
@@ -161,46 +163,35 @@ process_note_write(struct process_ctx *ctx, const char *key, size_t nkey,
     }
 }
 
-static bool
-_is_space(uint8_t c)
-{
-    return c == ' ' || (c >= '\t' && c <= '\r');
-}
-
 /*
- * As memcached's incr reads a value (strtoull): optional leading
- * whitespace and '+', at least one digit, 64-bit range, and the number
- * must be followed by whitespace or the end of the value.
+ * As memcached's incr reads a value: strtoull() on the value as a C
+ * string, which the stored CRLF ends (proto_read_u64(), which reads a
+ * word the same way: "-0" is 0, a NUL ends the number).
  */
 bool
 process_parse_counter(const uint8_t *v, size_t len, uint64_t *out)
 {
-    size_t i = 0;
-    uint64_t x = 0;
+    struct token t = {(const char *)v, len};
+    return len > 0 && proto_read_u64(&t, out);
+}
 
-    while (i < len && _is_space(v[i])) {
-        i++;
+bool
+process_counter_fits(uint64_t value, size_t old_len)
+{
+    char digits[UTIL_U64_DIGITS];
+    return util_u64_to_dec(value, digits) <= old_len;
+}
+
+void
+process_counter_meta(struct process_ctx *ctx, const struct txn_current *cur,
+                     uint64_t value, struct record_meta *m)
+{
+    process_new_meta(ctx, m, cur->meta.flags, cur->meta.exptime);
+    if (process_counter_fits(value, cur->vlen)) {
+        m->binkey = cur->meta.binkey;
+        m->stale = cur->meta.stale;
+        m->token = cur->meta.token;
     }
-    if (i < len && (v[i] == '+' || v[i] == '-')) {
-        if (v[i] == '-') {
-            return false;
-        }
-        i++;
-    }
-    size_t start = i;
-    while (i < len && v[i] >= '0' && v[i] <= '9') {
-        unsigned d = (unsigned)(v[i] - '0');
-        if (x > (UINT64_MAX - d) / 10) {
-            return false;
-        }
-        x = x * 10 + d;
-        i++;
-    }
-    if (i == start || (i < len && !_is_space(v[i]))) {
-        return false;
-    }
-    *out = x;
-    return true;
 }
 
 enum txn_status
@@ -217,11 +208,19 @@ process_stage_counter(struct process_ctx *ctx,
     char digits[UTIL_U64_DIGITS];
     size_t nd = util_u64_to_dec(value, digits);
     size_t pad = old_len > nd ? old_len - nd : 0;
+    char *fill = NULL; /* a long value's padding ("12 " then text) */
     if (pad > sizeof(spaces)) {
-        pad = 0; /* a very long value shrinks to its digits */
+        fill = malloc(pad);
+        if (fill == NULL) {
+            return TXN_ENOMEM;
+        }
+        memset(fill, ' ', pad);
     }
-    return txn_stage_record(ctx->batch, req->key, req->nkey, m, digits, nd,
-                            spaces, pad);
+    enum txn_status st =
+        txn_stage_record(ctx->batch, req->key, req->nkey, m, digits, nd,
+                         fill != NULL ? fill : spaces, pad);
+    free(fill);
+    return st;
 }
 
 /* ------------------------------------------------ the classic commands */
@@ -488,7 +487,7 @@ _arith(struct process_ctx *ctx, const struct proto_request *req,
             value = req->delta > value ? 0 : value - req->delta;
         }
         old_len = cur.vlen;
-        process_new_meta(ctx, &m, cur.meta.flags, cur.meta.exptime);
+        process_counter_meta(ctx, &cur, value, &m);
         txn_current_release(&cur);
         stats_incr(ctx->stats, incr ? STATS_INCR_HITS : STATS_DECR_HITS);
     }
@@ -747,12 +746,11 @@ process_error(struct process_ctx *ctx, struct process_session *sess,
         stats_incr(ctx->stats, STATS_STORE_TOO_LARGE);
         /*
          * memcached drops the old value of a set it could not store, so
-         * a reader never sees data the client meant to replace.
+         * a reader never sees data the client meant to replace; an ms
+         * drops it whatever its mode.
          */
         bool is_set = p->error_cmd == PROTO_CMD_SET ||
-                      (p->error_cmd == PROTO_CMD_MS &&
-                       (req->meta.mode == 0 || req->meta.mode == 'S' ||
-                        req->meta.mode == 's'));
+                      p->error_cmd == PROTO_CMD_MS;
         if (is_set && req->nkey > 0 &&
             cmdmask_allows(ctx->env->settings->mask, PROTO_CMD_SET)) {
             struct txn_current cur;
