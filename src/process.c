@@ -164,16 +164,34 @@ process_note_write(struct process_ctx *ctx, const char *key, size_t nkey,
 }
 
 /*
- * As memcached's incr reads a value: safe_strtoull() on the item's data,
- * which ends in "\r\n" (proto_token.h): white space, one sign, digits
- * that end the value, a NUL or white space ("12 ab" and "12\0" are 12;
- * "-0" is 0). A value over 2^63 with a '-' in it is refused.
+ * As memcached's incr reads a value: strtoull() on the value as a C
+ * string, which the stored CRLF ends (proto_read_u64(), which reads a
+ * word the same way: "-0" is 0, a NUL ends the number).
  */
 bool
 process_parse_counter(const uint8_t *v, size_t len, uint64_t *out)
 {
     struct token t = {(const char *)v, len};
-    return proto_read_u64(&t, out);
+    return len > 0 && proto_read_u64(&t, out);
+}
+
+bool
+process_counter_fits(uint64_t value, size_t old_len)
+{
+    char digits[UTIL_U64_DIGITS];
+    return util_u64_to_dec(value, digits) <= old_len;
+}
+
+void
+process_counter_meta(struct process_ctx *ctx, const struct txn_current *cur,
+                     uint64_t value, struct record_meta *m)
+{
+    process_new_meta(ctx, m, cur->meta.flags, cur->meta.exptime);
+    if (process_counter_fits(value, cur->vlen)) {
+        m->binkey = cur->meta.binkey;
+        m->stale = cur->meta.stale;
+        m->token = cur->meta.token;
+    }
 }
 
 enum txn_status
@@ -190,19 +208,18 @@ process_stage_counter(struct process_ctx *ctx,
     char digits[UTIL_U64_DIGITS];
     size_t nd = util_u64_to_dec(value, digits);
     size_t pad = old_len > nd ? old_len - nd : 0;
-    if (pad <= sizeof(spaces)) {
-        return txn_stage_record(ctx->batch, req->key, req->nkey, m, digits,
-                                nd, spaces, pad);
+    char *fill = NULL; /* a long value's padding ("12 " then text) */
+    if (pad > sizeof(spaces)) {
+        fill = malloc(pad);
+        if (fill == NULL) {
+            return TXN_ENOMEM;
+        }
+        memset(fill, ' ', pad);
     }
-    /* A long value keeps its length (at most PROCESS_COUNTER_MAX). */
-    char *wide = malloc(pad);
-    if (wide == NULL) {
-        return TXN_ENOMEM;
-    }
-    memset(wide, ' ', pad);
-    enum txn_status st = txn_stage_record(ctx->batch, req->key, req->nkey, m,
-                                          digits, nd, wide, pad);
-    free(wide);
+    enum txn_status st =
+        txn_stage_record(ctx->batch, req->key, req->nkey, m, digits, nd,
+                         fill != NULL ? fill : spaces, pad);
+    free(fill);
     return st;
 }
 
@@ -500,7 +517,7 @@ _arith(struct process_ctx *ctx, const struct proto_request *req,
             value = req->delta > value ? 0 : value - req->delta;
         }
         old_len = cur.vlen;
-        process_new_meta(ctx, &m, cur.meta.flags, cur.meta.exptime);
+        process_counter_meta(ctx, &cur, value, &m);
         txn_current_release(&cur);
         stats_incr(ctx->stats, incr ? STATS_INCR_HITS : STATS_DECR_HITS);
     }
@@ -795,12 +812,11 @@ process_error(struct process_ctx *ctx, struct process_session *sess,
         }
         /*
          * memcached drops the old value of a set it could not store, so
-         * a reader never sees data the client meant to replace.
+         * a reader never sees data the client meant to replace; an ms
+         * drops it whatever its mode.
          */
         bool is_set = p->error_cmd == PROTO_CMD_SET ||
-                      (p->error_cmd == PROTO_CMD_MS &&
-                       (req->meta.mode == 0 || req->meta.mode == 'S' ||
-                        req->meta.mode == 's'));
+                      p->error_cmd == PROTO_CMD_MS;
         if (is_set && req->nkey > 0 &&
             cmdmask_allows(ctx->env->settings->mask, PROTO_CMD_SET)) {
             struct txn_current cur;

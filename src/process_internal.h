@@ -94,6 +94,24 @@ void process_note_write(struct process_ctx *ctx, const char *key,
  */
 bool process_parse_counter(const uint8_t *v, size_t len, uint64_t *out);
 
+/*
+ * True if memcached would rewrite a counter of `old_len` bytes in place
+ * for `value` (its digits fit), keeping the item; false if it would build
+ * a new item.
+ */
+bool process_counter_fits(uint64_t value, size_t old_len);
+
+/*
+ * Fills `m`, the envelope of the counter `cur` rewritten to `value`: a new
+ * cas and stamp, the item's flags and expiry, and, when the digits fit
+ * (memcached rewrites them in place, keeping the item), its stale state,
+ * recache token and base64 key; a longer number starts clean, as
+ * memcached's new item does.
+ */
+void process_counter_meta(struct process_ctx *ctx,
+                          const struct txn_current *cur, uint64_t value,
+                          struct record_meta *m);
+
 /* Stages the decimal `value` for `key` with envelope `m`, padded with
  * spaces to `old_len` as memcached rewrites numbers in place. */
 enum txn_status process_stage_counter(struct process_ctx *ctx,

@@ -186,6 +186,48 @@ proto_base64_decode(const char *in, size_t n, char *out, size_t cap)
     return (long)len;
 }
 
+long
+proto_base64_decode_meta(const char *in, size_t n, char *out, size_t cap)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (in[i] == '=' || _b64_value(in[i]) >= 0) {
+            count++;
+        }
+    }
+    if (count == 0 || count % 4 != 0 || count / 4 * 3 > cap) {
+        return -1;
+    }
+    uint32_t w = 0;
+    int have = 0;
+    int pad = 0;
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        int v = in[i] == '=' ? 0 : _b64_value(in[i]);
+        if (v < 0) {
+            continue; /* not in the alphabet: skipped, as memcached does */
+        }
+        pad += in[i] == '=';
+        w = w << 6 | (uint32_t)v;
+        if (++have < 4) {
+            continue;
+        }
+        out[len++] = (char)(w >> 16);
+        out[len++] = (char)(w >> 8);
+        out[len++] = (char)w;
+        w = 0;
+        have = 0;
+        if (pad > 0) {
+            if (pad > 2) {
+                return -1;
+            }
+            len -= (size_t)pad; /* the key ends with this group */
+            break;
+        }
+    }
+    return len > 0 ? (long)len : -1;
+}
+
 size_t
 proto_base64_encode(const void *in, size_t n, char *out)
 {

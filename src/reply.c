@@ -79,11 +79,17 @@ static const struct line error_lines[PROTO_ERR_COUNT] = {
     [PROTO_ERR_META_OPAQUE] = LINE("CLIENT_ERROR opaque token too long"),
     [PROTO_ERR_META_TOO_MANY] =
         LINE("CLIENT_ERROR options flags are too long"),
+    [PROTO_ERR_META_TOO_LONG] = LINE("CLIENT_ERROR options flags too long"),
     [PROTO_ERR_META_KEY] = LINE("CLIENT_ERROR error decoding key"),
     [PROTO_ERR_META_MODE_MS] =
         LINE("CLIENT_ERROR invalid mode for ms M token"),
     [PROTO_ERR_META_MODE_MA] =
         LINE("CLIENT_ERROR invalid mode for ma M token"),
+    [PROTO_ERR_META_MODE_LEN] =
+        LINE("CLIENT_ERROR incorrect length for M token"),
+    [PROTO_ERR_META_INITIAL] =
+        LINE("CLIENT_ERROR invalid numeric initial value"),
+    [PROTO_ERR_META_DELTA] = LINE("CLIENT_ERROR invalid numeric delta value"),
     [PROTO_ERR_BIN_EINVAL] = {"", 0},
     [PROTO_ERR_BIN_UNKNOWN] = {"", 0},
     [PROTO_ERR_BIN_FRAMING] = {"", 0},

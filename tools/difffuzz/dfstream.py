@@ -168,7 +168,7 @@ def _opens_well(parts):
     """Whether a connection may start with these bytes. Left out: a first
     byte kura takes for HTTP (upper case but R), a replication peer's
     REPL, and a control or high byte, which kura answers with ERROR and
-    a close at once (doc/protocol.md, difference 11)."""
+    a close at once (doc/protocol.md, difference 10)."""
     head = b"".join(p for p in parts[:2] if isinstance(p, bytes))[:4]
     if not head:
         return False
@@ -240,7 +240,7 @@ def fix(stream):
                 req.conn in last:
             # memcached drops the unsent replies of earlier requests when a
             # get names a key over 250 bytes (doc/protocol.md, difference
-            # 13): let them be sent first.
+            # 12): let them be sent first.
             reqs[last[req.conn]].sentinel_after = True
             reqs[last[req.conn]].sync_after = True
         last[req.conn] = i

@@ -202,7 +202,7 @@ def retrieval(g, keys):
             ks.pop()
         # A key over 250 bytes: memcached touches the keys before it and
         # then refuses the line; kura refuses the line whole first
-        # (doc/protocol.md, difference 14).
+        # (doc/protocol.md, difference 12).
         ks = [k for k in ks if len(k) <= KEY_MAX] or \
             [r.choice([k for k in keys if len(text_key(k)) <= KEY_MAX] or
                       [b"~pfx~:short"])]
@@ -248,7 +248,7 @@ def flush_all(g, allow_delay=True):
     same stream, since memcached's single oldest_live then brings back
     what the first flush hid (difference 5); an absolute time in the
     past, with which memcached flushes nothing and also brings items back
-    (difference 12)."""
+    (difference 11)."""
     r = g.r
     now = [(30, []), (10, [0]), (5, [-1]), (3, [b"abc"])]
     later = [(15, [r.choice([100, 1000, 86400, MAX_DELTA])]),
@@ -317,17 +317,156 @@ def malformed(g, first):
 
 
 # ----------------------------------------------------------------- meta
+#
+# The meta generator draws each command's flags from the letters memcached
+# 1.6.18 knows, with their tokens at the edges and, in a share of cases,
+# malformed (a number that does not read, an M that is not one letter, a
+# key that is not base64, an unknown or repeated letter, too many flags).
+# What it leaves out, each a deliberate difference of doc/protocol.md (its
+# number in brackets) whose effects would show in later replies:
+#   - E (explicit cas): 1.6.18 does not have it [7];
+#   - an opaque over 32 bytes on an mg with N or T, or on an ma with a valid
+#     mode: memcached finds it too long only while it answers, after the
+#     creation, the touch or the increment took effect; kura refuses first
+#     [17];
+#   - N with a base64 key (mg, ma), an append or prepend (ms MA, MP) with
+#     one, and an ma that may make a number longer with one: memcached
+#     builds those items without noting that the key came in base64, and
+#     later echoes the raw bytes (k, me) [18];
+#   - an ma with T that may make a number longer: memcached sets the new
+#     ttl on the item it replaces, which the new one does not keep [19];
+#   - t with a T or N in the past: memcached prints the time left of the
+#     item it has just expired as an unsigned wrap of a negative number
+#     [20];
+#   - an ms value of white space only, or a number of 2^63 or more, and
+#     an ma D or J of 2^60 or more (a counter would soon pass 2^63):
+#     memcached's ma reads on past the value's end, into whatever memory
+#     follows (strtoull skipping white space, strchr looking for a '-')
+#     [15];
+#   - an ma with C on a key that may hold a value near the size limit
+#     (no_grow): memcached calls a value it stores in chunks non-numeric
+#     before it compares the cas, and so does kura past 512 KiB
+#     (PROCESS_COUNTER_MAX), but memcached's boundary moves with the key's
+#     length;
+#   - an ms append or prepend of more than 64 KiB: it could grow a value
+#     past kura's limit and not past memcached's (dfgen.MC_ITEM_MAX) [4].
+# And every ma is sent after an mn: memcached rewrites a number in place
+# (padding a shorter one with spaces, keeping the item's stale, recache
+# and base64 marks) only if no reply waiting to be sent still holds the
+# item, and an mn makes it send the replies before it; kura always
+# rewrites in place when the digits fit [19].
+# A refused ms whose length reads (a key over 250 bytes, too many flags) is
+# tagged "swallow", with a short word for data: kura discards it, memcached
+# runs it as a command [2].
+
+B64_JUNK = [b"!", b".", b"-", b"_", b"\xff", b"*"]
+NO_CAS = 9000000000000000001  # above any cas a server hands out in a run
+
 
 def _meta_key(g, key):
-    """The key token and whether b is needed."""
+    """The key token and whether b is needed: a text key as it is, or the
+    base64 of any key, sometimes written as memcached still decodes it
+    (unpadded, with bytes outside the alphabet, with more after the
+    padding) or as it cannot (a group cut short, three '=')."""
     r = g.r
     from dfgen import text_key_ok
     if text_key_ok(key) and r.random() < 0.75:
         return key, False
     tok = base64.b64encode(key)
-    if r.random() < 0.03:
-        tok = tok.rstrip(b"=") + b"!"  # not base64
+    x = r.random()
+    if x < 0.03:
+        tok = tok.rstrip(b"=") + b"!"       # maybe not whole groups
+    elif x < 0.05:
+        tok = tok + r.choice([b"QQ==", b"A", b"=", b"==", b"AAAA"])
+    elif x < 0.07 and len(tok) > 2:
+        i = r.randrange(1, len(tok))
+        tok = tok[:i] + r.choice(B64_JUNK) + tok[i:]
+    elif x < 0.08:
+        tok = tok[:-4] + b"A===" if len(tok) >= 4 else tok
+    elif x < 0.10 and len(key) % 3 == 0:
+        tok = tok + b"===="
     return tok, True
+
+
+def _past(e):
+    """Whether exptime `e` puts an item in the past."""
+    if isinstance(e, AbsTime):
+        return e.delta < 0
+    return e < 0 or MAX_DELTA < e < 1000000000
+
+
+def _future_exptime(g):
+    r = g.r
+    return g.pick([(30, 0), (10, r.choice([100, 1000, 86400, MAX_DELTA])),
+                   (6, AbsTime(r.choice([1000, 100000]), "dec"))])
+
+
+def _opaque(g):
+    r = g.r
+    n = g.pick([(60, r.randint(0, 8)), (20, r.randint(9, 31)), (10, 31),
+                (10, r.randint(32, 40))])
+    return b"O" + bytes(r.choice(b"abcxyz0129") for _ in range(n))
+
+
+# Malformed and oddly read tokens by how the flag reads its number: T, N
+# and R as a signed 32-bit (safe_strtol), C, J, D and F as an unsigned
+# 64-bit (safe_strtoull; F then cut to 32 bits). The odd ones of T, N and R
+# keep clear of ttls of 1 to 10 s (see dfgen) and of the past (a "-1" is a
+# good T).
+FLAG_NUMBERS = {
+    "ttl": ([b"", b"abc", b"1x", b"-", b"+", b"0x10", b"1.5",
+             b"99999999999999999999", b"18446744073709551616"],
+            [b"-0", b"+100", b"0100", b"4294967396"]),
+    "u64": ([b"", b"abc", b"1x", b"-", b"0x10", b"1.5",
+             b"18446744073709551616", b"-1"],
+            [b"+5", b"-0", b"007", b"-18446744073709551615"]),
+    "u32": ([b"", b"abc", b"-", b"1.5", b"-1", b"18446744073709551616"],
+            [b"+5", b"-0", b"4294967297"]),
+}
+
+
+def _num_flag(g, letter, good, kind):
+    """A flag with a number: mostly `good`, sometimes one that does not
+    read or reads oddly (FLAG_NUMBERS[kind])."""
+    x = g.r.random()
+    bad, odd = FLAG_NUMBERS[kind]
+    if x < 0.9:
+        return [letter, good]
+    if x < 0.96:
+        return [letter, g.r.choice(bad)]
+    return [letter, g.r.choice(odd)]
+
+
+def _junk_flag(g):
+    """A flag memcached refuses or reads oddly."""
+    r = g.r
+    return r.choice([b"x", b"y", b"Z", b"W", b"1", b"\x80", b"\xff", b"#",
+                     b"M", b"MSS", b"Mab", b"Fx", b"F", b"F-1", b"T", b"Tx",
+                     b"N", b"R1x", b"C", b"Cx", b"J-1", b"Jx", b"D", b"Dx",
+                     b"Pfoo", b"Lbar/"])
+
+
+WHITE = b" \t\r\n\v\f"
+
+
+def _reads_past(value):
+    """[15]: whether memcached's incr would read past the end of `value`."""
+    if not value:
+        return False
+    rest = value.lstrip(WHITE)
+    if not rest:
+        return True
+    if rest[:1] == b"+":
+        rest = rest[1:]
+    digits = len(rest) - len(rest.lstrip(b"0123456789"))
+    return digits > 0 and 2**63 <= int(rest[:digits]) < 2**64
+
+
+def _ma_delta(g):
+    """[15]: a delta or initial value that keeps counters below 2^63 (a
+    handful of increments of it cannot reach 2^63)."""
+    d = g.delta()
+    return d >> 4 if d >= 2**60 else d
 
 
 def _meta_flags(g, choices, nflags):
@@ -341,11 +480,59 @@ def _meta_flags(g, choices, nflags):
     return out
 
 
-def _ttl(g):
-    e = g.exptime()
-    if isinstance(e, AbsTime):
-        return e
-    return e
+def _letter(f):
+    return (f[0] if isinstance(f, list) else f)[:1]
+
+
+def _valid_mode(f, modes):
+    """Whether flag `f` is an M with a mode letter in `modes`."""
+    return not isinstance(f, list) and len(f) == 2 and f[:1] == b"M" and \
+        f[1:] in [bytes([m]) for m in modes]
+
+
+def _meta_exclude(g, cmd, flags, b64):
+    """Rewrites `flags` so that none of the cases the meta comment above
+    leaves out is generated."""
+    r = g.r
+    letters = [_letter(f) for f in flags]
+    if cmd in (b"mg", b"ma") and b64:
+        flags = [f for f in flags if _letter(f) != b"N"]      # [18]
+        letters = [_letter(f) for f in flags]
+    if cmd in (b"mg", b"ma") and b"t" in letters:              # [20]
+        flags = [[f[0], _future_exptime(g)]
+                 if isinstance(f, list) and f[0] in (b"T", b"N") and
+                 not isinstance(f[1], bytes) and _past(f[1]) else f
+                 for f in flags]
+    if cmd == b"ms" and b64:                                   # [18]
+        flags = [f for f in flags if f not in (b"MA", b"MP")]
+    if cmd == b"ma":
+        modes = [f for f in flags if _letter(f) == b"M"]
+        valid = all(_valid_mode(f, b"ID+-") for f in modes) and \
+            len(modes) <= 1
+        if valid and (b64 or b"T" in letters):                 # [18] [19]
+            # decrement, or add nothing: the number never grows
+            if modes and modes[0] in (b"MI", b"M+"):
+                flags[flags.index(modes[0])] = r.choice([b"MD", b"M-"])
+            elif not modes:
+                flags.append(r.choice([b"MD", b"M-"]))
+        if valid and len(flags) <= 17:
+            flags = [_short_opaque(f) for f in flags]          # [17]
+    if cmd == b"mg" and (b"N" in letters or b"T" in letters):  # [17]
+        flags = [_short_opaque(f) for f in flags]
+    return flags
+
+
+def _meta_exclude_big(cmd, flags, no_grow):
+    """No C on an ma of a key that may hold a large value (see above)."""
+    if cmd == b"ma" and no_grow:
+        return [f for f in flags if _letter(f) != b"C"]
+    return flags
+
+
+def _short_opaque(f):
+    if not isinstance(f, list) and f[:1] == b"O" and len(f) > 32:
+        return f[:32]
+    return f
 
 
 def meta(g, key, cas_src, no_grow=False):
@@ -353,55 +540,102 @@ def meta(g, key, cas_src, no_grow=False):
     cmd = g.pick([(30, b"mg"), (25, b"ms"), (12, b"md"), (15, b"ma"),
                   (5, b"mn"), (4, b"me")])
     if cmd == b"mn":
-        return [b"mn\r\n"], "mn"
+        return [g.pick([(9, b"mn\r\n"), (1, b"mn x O1 k\r\n")])], "mn"
     tok, b64 = _meta_key(g, key)
-    common = [b"k", b"q", lambda: b"O" + bytes(r.choice(b"abcxyz0129")
-                                               for _ in range(r.randint(
-                                                   0, 33)))]
+    common = [b"k", b"q", lambda: _opaque(g), b"b", b"P", b"L",
+              lambda: _junk_flag(g)]
+    # A cas is one a server handed out, or one no server hands out, or 0
+    # (which compares nothing): never a constant or one near a cas handed
+    # out, which the two servers' cas series would place differently
+    # (memcached counts 1, 2, 3...: 5 + 1 is the next item's cas; kura's
+    # are times in microseconds). I meets an older cas once the item has
+    # changed since its cas was taken.
     cas_flag = (lambda: [b"C", CasRef(cas_src, "dec")]
-                if cas_src is not None else [b"C", b"%d" % r.choice(
-                    [0, 1, 12345])])
-    ttl_flag = lambda: [b"T", g.exptime()]  # noqa: E731
+                if cas_src is not None and r.random() < 0.8 else
+                _num_flag(g, b"C", r.choice([0, 2**64 - 1, NO_CAS]),
+                          "u64"))
+    ttl_flag = lambda: _num_flag(g, b"T", g.exptime(), "ttl")  # noqa: E731
+    viv_flag = lambda: _num_flag(g, b"N", g.exptime(), "ttl")  # noqa: E731
     if cmd == b"mg":
-        choices = common + [b"v", b"c", b"f", b"h", b"l", b"s", b"t", b"u",
-                            lambda: [b"N", g.exptime()],
-                            lambda: [b"R", r.choice([30, 100, 1000])],
-                            ttl_flag, b"P", b"L"]
+        choices = common + [b"v", b"v", b"c", b"f", b"h", b"l", b"s", b"t",
+                            b"t", b"u", viv_flag, ttl_flag,
+                            # (never a ttl the generator gives: whether a
+                            # ttl of 1000 is below R1000 depends on when
+                            # each server's clock ticked)
+                            lambda: _num_flag(g, b"R", r.choice(
+                                [30, 500, 5000, 0, -1, MAX_DELTA + 1]),
+                                "ttl"),
+                            b"I", lambda: [b"F", g.flags()]]
     elif cmd == b"ms":
-        choices = common + [b"c", b"I", cas_flag, ttl_flag,
-                            lambda: [b"F", g.flags()],
+        choices = common + [b"c", b"I", cas_flag, cas_flag, ttl_flag,
+                            lambda: _num_flag(g, b"F", g.flags(), "u32"),
                             lambda: b"M" + r.choice(
                                 b"SERseX" if no_grow else b"SEAPRseapX"
                             ).to_bytes(1, "big"),
-                            b"v", b"Z"]
+                            b"v", b"t", b"s"]
     elif cmd == b"md":
-        choices = common + [b"I", cas_flag, ttl_flag, b"x", b"v"]
+        choices = common + [b"I", cas_flag, ttl_flag, b"v", b"c", b"t"]
     elif cmd == b"ma":
-        choices = common + [b"v", b"c", b"t", cas_flag, ttl_flag,
-                            lambda: [b"N", g.exptime()],
-                            lambda: [b"D", g.delta()],
-                            lambda: [b"J", g.delta()],
-                            lambda: b"M" + r.choice(b"ID+-idx").to_bytes(
+        choices = common + [b"v", b"v", b"c", b"t", b"t", cas_flag,
+                            ttl_flag, viv_flag,
+                            lambda: _num_flag(g, b"D", _ma_delta(g), "u64"),
+                            lambda: _num_flag(g, b"J", _ma_delta(g), "u64"),
+                            lambda: b"M" + r.choice(b"ID+-ID+-idx").to_bytes(
                                 1, "big")]
-    else:  # me
-        choices = []
-    flags = _meta_flags(g, choices, g.pick([(20, 0), (30, 1), (25, 2),
-                                            (15, 3), (10, 5)])) \
-        if choices else []
-    if b64:
-        flags.append(b"b")
+    else:  # me: memcached reads a b right after the key, nothing else
+        choices = [b"v", b"k", b"x", b"b"]
+    nflags = g.pick([(15, 0), (30, 1), (25, 2), (15, 3), (10, 5),
+                     (3, r.randint(6, 12)), (2, r.randint(15, 19))])
+    if cmd == b"me":
+        nflags = g.pick([(80, 0), (20, r.randint(1, 3))])
+    flags = _meta_flags(g, choices, nflags)
+    if b64 and b"b" not in flags:
+        if cmd == b"me" or r.random() < 0.7:
+            flags.insert(0, b"b")
+        else:
+            flags.insert(r.randint(0, len(flags)), b"b")
+    if cmd != b"me":
+        # a b on a text key reads it as base64 too: maybe another key
+        flags = _meta_exclude(g, cmd, flags, b"b" in flags)
+        flags = _meta_exclude_big(cmd, flags, no_grow)
     toks = [cmd, tok]
     value = None
+    tags = ()
     if cmd == b"ms":
         value = g.value()
-        toks.append(_n(g, len(value), "bytes"))
+        if r.random() < 0.04:
+            value = r.choice([b"-0", b"7\x00x", b"+3", b"  8", b"9\t",
+                              b"18446744073709551615 "])
+        if _reads_past(value):
+            value = b"v" + value  # [15]
+        if len(value) > 65536 and (b"MA" in flags or b"MP" in flags):
+            # kura's size limit is below memcached's (dfgen.MC_ITEM_MAX):
+            # nothing grows a value past it
+            value = g.value(small=True)
+        # a refused line whose length kura reads: kura swallows the data
+        refused = len(tok) > KEY_MAX or len(flags) > 16
+        if refused:
+            value = g.value(small=True)
+            tags = ("swallow",)
+            toks.append(len(value))
+        else:
+            n, kind = _num(g, len(value), "bytes")
+            if kind == "bad":
+                # read as a command line by both: a short word (a large
+                # block would make memcached close for a line too long
+                # before it answers the ms)
+                value = g.value(small=True)
+            elif isinstance(n, bytes):
+                # +5, -0, 007: a length both read, so a block that long
+                value = b"z" * int(n)
+            toks.append(n)
     for f in flags:
         if isinstance(f, list):
             # a flag and its argument, glued: T100, C<cas>
             toks.append(f[0] if len(f) == 1 else _Glue(f[0], f[1]))
         else:
             toks.append(f)
-    parts = []
+    parts = [b"mn\r\n"] if cmd == b"ma" else []  # [19]
     for i, t in enumerate(toks):
         if i:
             parts.append(b" ")
@@ -413,10 +647,10 @@ def meta(g, key, cas_src, no_grow=False):
     parts.append(b"\r\n")
     if value is not None:
         data = value
-        if r.random() < 0.04:
+        if not tags and r.random() < 0.04:
             data = value + b"x"
         parts += [data, b"\r\n"]
-    return parts, "%s" % cmd.decode()
+    return parts, "%s" % cmd.decode(), tags
 
 
 class _Glue:
@@ -428,8 +662,10 @@ class _Glue:
 
 
 def cas_source(g, key, conn_meta):
-    """A request whose reply carries the key's cas (gets or mg c)."""
-    if conn_meta and g.r.random() < 0.5:
+    """A request whose reply carries the key's cas (gets or mg c). A key
+    over 250 bytes is asked for with mg: memcached's gets refuses it by
+    dropping the replies of the requests pipelined before it."""
+    if conn_meta and (g.r.random() < 0.5 or len(key) > KEY_MAX):
         tok, b64 = _meta_key(g, key)
         return [b"mg ", tok, b" c v", b" b" if b64 else b"", b"\r\n"], \
             "mg c"
