@@ -11,7 +11,7 @@
  * Whether an item was fetched and when it was last read (h, l) are kept
  * in memory only (access.h), as memcached keeps them.
  */
-#include "process_internal.h"
+#include "process_members.h"
 
 #include <string.h>
 
@@ -243,22 +243,8 @@ _ms_decide(struct process_ctx *ctx, const struct proto_meta *f,
                    ? REPLY_EXISTS
                    : REPLY_STORED;
     case MS_CAS:
-        if (!present) {
-            stats_incr(ctx->stats, STATS_CAS_MISSES);
-            return REPLY_NOT_FOUND;
-        }
-        if (f->compare_value != 0 && f->compare_value == cas) {
-            stats_incr(ctx->stats, STATS_CAS_HITS);
-            return REPLY_STORED;
-        }
-        if (f->compare_value != 0 && f->invalidate &&
-            f->compare_value < cas) {
-            stats_incr(ctx->stats, STATS_CAS_HITS);
-            *stale = true;
-            return REPLY_STORED;
-        }
-        stats_incr(ctx->stats, STATS_CAS_BADVAL);
-        return REPLY_EXISTS;
+        return process_cas_rule(ctx, present, cas, f->compare_value,
+                                f->invalidate, stale);
     default:
         return REPLY_STORED;
     }
@@ -291,35 +277,17 @@ _ms(struct process_ctx *ctx, const struct proto_request *req,
     bool present = process_visibility(&cur, &n) == VISIBLE;
     enum reply_code code =
         _ms_decide(ctx, f, how, present, cur.meta.cas, &stale);
-    const void *v1 = req->value;
-    size_t l1 = req->vlen;
-    const void *v2 = NULL;
-    size_t l2 = 0;
+    struct process_value v = {req->value, req->vlen, NULL, 0};
     process_new_meta(ctx, &m, f->client_flags ? f->flags_value : 0,
                      f->ttl ? _exptime(f->ttl_value, &n) : 0);
     if (stale) {
         m.exptime = cur.meta.exptime;
     }
-    if (code == REPLY_STORED && append) {
-        if (cur.vlen + req->vlen > ctx->env->settings->item_max) {
-            txn_current_release(&cur);
-            stats_incr(ctx->stats, STATS_STORE_TOO_LARGE);
-            return process_result_of(
-                reply_result(out, req, REPLY_TOO_LARGE, NULL));
-        }
-        m.flags = cur.meta.flags;
-        m.exptime = cur.meta.exptime;
-        m.ctype = cur.meta.ctype;
-        m.nctype = cur.meta.nctype;
-        if (how == MS_APPEND) {
-            v1 = cur.value;
-            l1 = cur.vlen;
-            v2 = req->value;
-            l2 = req->vlen;
-        } else {
-            v2 = cur.value;
-            l2 = cur.vlen;
-        }
+    if (code == REPLY_STORED && append &&
+        !process_join(ctx, &cur, how == MS_APPEND, req->value, req->vlen, &m,
+                      &v)) {
+        txn_current_release(&cur);
+        return process_result_of(reply_result(out, req, REPLY_TOO_LARGE, NULL));
     }
     struct reply_item it;
     memset(&it, 0, sizeof(it));
@@ -333,8 +301,8 @@ _ms(struct process_ctx *ctx, const struct proto_request *req,
         m.stale = stale;
         m.token = stale && cur.meta.token;
         _set_cas(req, &m);
-        st = txn_stage_record(ctx->batch, req->key, req->nkey, &m, v1, l1, v2,
-                              l2);
+        st = txn_stage_record(ctx->batch, req->key, req->nkey, &m, v.v1, v.l1,
+                              v.v2, v.l2);
         if (st != TXN_OK) {
             txn_current_release(&cur);
             return process_txn_error(ctx, req, out, st);

@@ -7,7 +7,7 @@
  * (every item lives in the one database), so `stats items` and `stats
  * slabs` describe class 1.
  */
-#include "process_internal.h"
+#include "process_members.h"
 
 #include <inttypes.h>
 #include <stdio.h>

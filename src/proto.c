@@ -53,6 +53,30 @@ static const struct cmd_name cmd_names[PROTO_CMD_COUNT] = {
     [PROTO_CMD_MEMLIMIT] = NAME("cache_memlimit"),
 };
 
+bool
+proto_begin(struct proto_parser *p, const char **buf, size_t *len,
+            size_t *consumed, size_t *eaten)
+{
+    *consumed = 0;
+    *eaten = 0;
+    p->need = 0;
+    p->error = PROTO_ERR_NONE;
+    p->error_noreply = false;
+    if (p->swallow == 0) {
+        return false;
+    }
+    size_t n = *len < p->swallow ? *len : (size_t)p->swallow;
+    p->swallow -= n;
+    *consumed = n;
+    *eaten = n;
+    if (p->swallow > 0 || n == *len) {
+        return true;
+    }
+    *buf += n;
+    *len -= n;
+    return false;
+}
+
 enum proto_status
 proto_fail(struct proto_parser *p, enum proto_error err, bool noreply)
 {

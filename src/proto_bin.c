@@ -2,6 +2,7 @@
  * proto_bin: memcached binary protocol parser (see proto_bin.h).
  */
 #include "proto_bin.h"
+#include "proto_internal.h"
 
 #include <string.h>
 
@@ -239,21 +240,10 @@ enum proto_status
 proto_bin_parse(struct proto_parser *p, const char *buf, size_t len,
                 size_t *consumed, struct proto_request *req)
 {
-    size_t eaten = 0;
+    size_t eaten;
 
-    *consumed = 0;
-    p->need = 0;
-    p->error = PROTO_ERR_NONE;
-    p->error_noreply = false;
-    if (p->swallow > 0) {
-        eaten = len < p->swallow ? len : (size_t)p->swallow;
-        p->swallow -= eaten;
-        *consumed = eaten;
-        if (p->swallow > 0 || eaten == len) {
-            return PROTO_EUNFIN;
-        }
-        buf += eaten;
-        len -= eaten;
+    if (proto_begin(p, &buf, &len, consumed, &eaten)) {
+        return PROTO_EUNFIN;
     }
     if (len < PROTO_BIN_HEADER) {
         p->need = eaten + PROTO_BIN_HEADER;

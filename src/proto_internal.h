@@ -1,7 +1,9 @@
 /*
- * proto_internal: what the text and meta line parsers (proto_text.c,
- * proto_meta.c) share beyond proto_token.h: the failure helper (proto.c)
- * and the meta parser's entry, which the text parser dispatches to.
+ * proto_internal: what kura's parsers share beyond proto.h and
+ * proto_token.h: the start of every parse and the failure helper
+ * (proto.c), and the meta parser's entry, which the text parser
+ * dispatches to. Included by proto.c, proto_text.c, proto_meta.c and
+ * proto_bin.c.
  */
 #ifndef KURA_PROTO_INTERNAL_H
 #define KURA_PROTO_INTERNAL_H
@@ -12,6 +14,17 @@
 
 #include "proto.h"
 #include "proto_token.h"
+
+/*
+ * The start of every parse: resets `p`'s per-request state and
+ * `*consumed`, then discards what remains of a rejected value's data
+ * (p->swallow) from the front of `*buf`/`*len`, counting it in
+ * `*consumed`. Returns true when the caller must return PROTO_EUNFIN
+ * (the swallow is not done, or nothing follows it); otherwise `*buf` and
+ * `*len` describe what follows and `*eaten` what was discarded.
+ */
+bool proto_begin(struct proto_parser *p, const char **buf, size_t *len,
+                 size_t *consumed, size_t *eaten);
 
 /* Records error `err` in `p` and returns PROTO_EREQ or PROTO_ECLOSE. */
 enum proto_status proto_fail(struct proto_parser *p, enum proto_error err,

@@ -430,21 +430,10 @@ enum proto_status
 proto_parse(struct proto_parser *p, const char *buf, size_t len,
             size_t *consumed, struct proto_request *req)
 {
-    size_t eaten = 0;
+    size_t eaten;
 
-    *consumed = 0;
-    p->need = 0;
-    p->error = PROTO_ERR_NONE;
-    p->error_noreply = false;
-    if (p->swallow > 0) {
-        eaten = len < p->swallow ? len : (size_t)p->swallow;
-        p->swallow -= eaten;
-        *consumed = eaten;
-        if (p->swallow > 0 || eaten == len) {
-            return PROTO_EUNFIN;
-        }
-        buf += eaten;
-        len -= eaten;
+    if (proto_begin(p, &buf, &len, consumed, &eaten)) {
+        return PROTO_EUNFIN;
     }
 
     size_t limit = p->limits.max_line;

@@ -556,16 +556,8 @@ txn_put_tombstone(struct txn_engine *eng, const char *key, size_t nkey,
                   const struct record_meta *m, uint64_t lsn)
 {
     uint8_t env[RECORD_HEADER_MAX];
-    struct record_meta t = *m;
-    t.kind = RECORD_TOMBSTONE;
-    t.flags = 0;
-    t.exptime = 0;
-    t.stale = false;
-    t.token = false;
-    t.binkey = false;
-    t.ctype = NULL;
-    t.nctype = 0;
-    t.cas = lsn != 0 ? lsn : t.ts;
+    struct record_meta t;
+    record_tombstone_of(m, lsn != 0 ? lsn : m->ts, &t);
     size_t elen = record_encode(&t, env);
     return store_put(eng->store, key, nkey, env, elen);
 }

@@ -1,14 +1,16 @@
 /*
- * process_internal: what process.c shares with process_meta.c and
- * process_stats.c, and nothing else.
+ * process_base: the helpers the command handlers share (process_base.c).
+ * Included by the handlers (process_classic.c, process_auth.c,
+ * process_meta.c, process_stats.c, process_http.c, through
+ * process_members.h) and by process.c; it knows none of them.
  *
  * Visibility rule, applied by every command: a key is present only if its
  * record is a value (not a tombstone), its exptime has not passed and no
  * flush_all has invalidated it. Anything else counts as absent, exactly as
  * an expired or flushed item does in memcached.
  */
-#ifndef KURA_PROCESS_INTERNAL_H
-#define KURA_PROCESS_INTERNAL_H
+#ifndef KURA_PROCESS_BASE_H
+#define KURA_PROCESS_BASE_H
 
 #include "expiry.h"
 #include "process.h"
@@ -119,25 +121,42 @@ enum txn_status process_stage_counter(struct process_ctx *ctx,
                                       struct record_meta *m, uint64_t value,
                                       size_t old_len);
 
-/* The meta commands (process_meta.c). */
-enum process_result process_meta(struct process_ctx *ctx,
-                                 const struct proto_request *req,
-                                 struct buf *out);
+/*
+ * The cas rule of every store that compares one (a text cas, a binary
+ * store with a cas, ms with C): REPLY_NOT_FOUND without a visible item,
+ * REPLY_STORED when `want` is the item's cas `have` (0 matches nothing),
+ * and with `stale_ok` (ms I) when `want` is older, setting `*stale`;
+ * REPLY_EXISTS otherwise. Counts cas_misses, cas_hits or cas_badval.
+ */
+enum reply_code process_cas_rule(struct process_ctx *ctx, bool present,
+                                 uint64_t have, uint64_t want, bool stale_ok,
+                                 bool *stale);
 
-/* stats [args] in the request's protocol (process_stats.c). */
-enum process_result process_stats(struct process_ctx *ctx,
-                                  const struct proto_request *req,
-                                  struct buf *out);
+/* A value written as one or two pieces (an append joins two). */
+struct process_value {
+    const void *v1;
+    size_t l1;
+    const void *v2;
+    size_t l2;
+};
 
-/* HTTP requests (process_http.c). */
-enum process_result process_http(struct process_ctx *ctx,
-                                 const struct proto_request *req,
-                                 struct buf *out);
+/*
+ * An append (`append`) or prepend of `nadd` bytes at `add` to the visible
+ * item `cur`: fills `*v` (the item then `add`, or `add` then the item) and
+ * gives `m` the item's flags, expiry and content type, which memcached
+ * keeps whatever the command says. Returns false, counting
+ * store_too_large, if the value would pass the item size limit.
+ */
+bool process_join(struct process_ctx *ctx, const struct txn_current *cur,
+                  bool append, const void *add, size_t nadd,
+                  struct record_meta *m, struct process_value *v);
 
-/* GET /-/metrics: every stats figure in Prometheus' text format
- * (process_stats.c). */
-enum process_result process_metrics_http(struct process_ctx *ctx,
-                                         const struct proto_request *req,
-                                         struct buf *out);
+/*
+ * Counts `key` for `stats detail` (detail.h) as memcached does: a get
+ * (`what` 'g', a hit when `hit`), a store ('s') or a delete ('d'), for
+ * text and binary requests only.
+ */
+void process_detail(struct process_ctx *ctx, const struct proto_request *req,
+                    const char *key, size_t nkey, char what, bool hit);
 
 #endif
