@@ -192,6 +192,29 @@ process_counter_meta(struct process_ctx *ctx, const struct txn_current *cur,
     }
 }
 
+enum reply_code
+process_counter_hit(struct process_ctx *ctx, const struct txn_current *cur,
+                    bool incr, uint64_t delta, bool compare, uint64_t want,
+                    uint64_t *value, struct record_meta *m)
+{
+    if (cur->vlen == 0 || cur->vlen > PROCESS_COUNTER_MAX) {
+        return REPLY_NON_NUMERIC;
+    }
+    if (compare && (want == 0 || cur->meta.cas != want)) {
+        return REPLY_EXISTS;
+    }
+    if (!process_parse_counter(cur->value, cur->vlen, value)) {
+        return REPLY_NON_NUMERIC;
+    }
+    if (incr) {
+        *value += delta; /* wraps modulo 2^64, as memcached */
+    } else {
+        *value = delta > *value ? 0 : *value - delta;
+    }
+    process_counter_meta(ctx, cur, *value, m);
+    return REPLY_STORED;
+}
+
 enum txn_status
 process_stage_counter(struct process_ctx *ctx,
                       const struct proto_request *req, struct record_meta *m,

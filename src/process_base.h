@@ -114,6 +114,22 @@ void process_counter_meta(struct process_ctx *ctx,
                           const struct txn_current *cur, uint64_t value,
                           struct record_meta *m);
 
+/*
+ * incr, decr and ma on the visible item `cur`, as memcached's do_add_delta
+ * goes: an empty value, or one longer than PROCESS_COUNTER_MAX, is
+ * REPLY_NON_NUMERIC before the cas is compared; then a cas `want` (with
+ * `compare`; 0 matches nothing) other than the item's is REPLY_EXISTS;
+ * then a value that does not read as a number is REPLY_NON_NUMERIC.
+ * Otherwise sets `*value` to the result (an increment wraps at 2^64, a
+ * decrement stops at 0) and `m` to its envelope (process_counter_meta)
+ * and returns REPLY_STORED.
+ */
+enum reply_code process_counter_hit(struct process_ctx *ctx,
+                                    const struct txn_current *cur, bool incr,
+                                    uint64_t delta, bool compare,
+                                    uint64_t want, uint64_t *value,
+                                    struct record_meta *m);
+
 /* Stages the decimal `value` for `key` with envelope `m`, padded with
  * spaces to `old_len` as memcached rewrites numbers in place. */
 enum txn_status process_stage_counter(struct process_ctx *ctx,

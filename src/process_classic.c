@@ -227,30 +227,14 @@ process_arith(struct process_ctx *ctx, const struct proto_request *req,
         value = req->initial;
         process_new_meta(ctx, &m, 0, expiry_absolute(req->exptime, n.s));
     } else {
-        /* memcached refuses an empty value, and one it keeps in chunks,
-         * before it compares the cas */
-        if (cur.vlen == 0 || cur.vlen > PROCESS_COUNTER_MAX) {
+        enum reply_code code =
+            process_counter_hit(ctx, &cur, incr, req->delta, req->has_cas,
+                                req->cas_unique, &value, &m);
+        if (code != REPLY_STORED) {
             txn_current_release(&cur);
-            return process_result_of(
-                reply_result(out, req, REPLY_NON_NUMERIC, NULL));
-        }
-        if (req->has_cas && cur.meta.cas != req->cas_unique) {
-            txn_current_release(&cur);
-            return process_result_of(
-                reply_result(out, req, REPLY_EXISTS, NULL));
-        }
-        if (!process_parse_counter(cur.value, cur.vlen, &value)) {
-            txn_current_release(&cur);
-            return process_result_of(
-                reply_result(out, req, REPLY_NON_NUMERIC, NULL));
-        }
-        if (incr) {
-            value += req->delta; /* wraps modulo 2^64, as memcached */
-        } else {
-            value = req->delta > value ? 0 : value - req->delta;
+            return process_result_of(reply_result(out, req, code, NULL));
         }
         old_len = cur.vlen;
-        process_counter_meta(ctx, &cur, value, &m);
         txn_current_release(&cur);
         stats_incr(ctx->stats, incr ? STATS_INCR_HITS : STATS_DECR_HITS);
     }

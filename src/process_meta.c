@@ -372,22 +372,13 @@ _ma_hit(struct process_ctx *ctx, const struct proto_request *req,
 {
     const struct proto_meta *f = &req->meta;
 
-    if (cur->vlen == 0 || cur->vlen > PROCESS_COUNTER_MAX) {
-        return REPLY_NON_NUMERIC;
+    /* a C of 0 compares nothing: the increment goes ahead */
+    bool compare = f->compare_cas && f->compare_value != 0;
+    enum reply_code code = process_counter_hit(
+        ctx, cur, incr, f->delta, compare, f->compare_value, value, m);
+    if (code != REPLY_STORED) {
+        return code;
     }
-    if (f->compare_cas && f->compare_value != 0 &&
-        cur->meta.cas != f->compare_value) {
-        return REPLY_EXISTS;
-    }
-    if (!process_parse_counter(cur->value, cur->vlen, value)) {
-        return REPLY_NON_NUMERIC;
-    }
-    if (incr) {
-        *value += f->delta;
-    } else {
-        *value = f->delta > *value ? 0 : *value - f->delta;
-    }
-    process_counter_meta(ctx, cur, *value, m);
     if (!process_counter_fits(*value, cur->vlen)) {
         /* memcached's new item leaves the key unmarked; kura keeps the
          * b (doc/protocol.md) */
