@@ -158,6 +158,10 @@ def _may_make_big_number(req):
     data = b"".join(p for p in req.parts if isinstance(p, bytes))
     if _DIGITS.search(data):
         return True
+    # a frame's cas or time is a reference until played: its width here
+    data = b"".join(p if isinstance(p, bytes) else
+                    b"\0" * (8 if isinstance(p, CasRef) else 4)
+                    for p in req.parts)
     if req.binary and len(data) >= 44 and data[1] in (5, 6, 0x15, 0x16):
         delta, initial = struct.unpack_from(">QQ", data, 24)
         return max(delta, initial) >= 10 ** 15
