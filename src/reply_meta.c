@@ -5,7 +5,7 @@
  * are the text protocol's lines. q silences EN for mg and HD for the
  * others, as memcached 1.6 does.
  */
-#include "reply_internal.h"
+#include "reply_members.h"
 
 #include <inttypes.h>
 #include <stdio.h>
