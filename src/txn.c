@@ -871,3 +871,47 @@ txn_accepts_writes(struct txn_engine *eng)
 {
     return txn_writable(eng) == TXN_OK;
 }
+
+/* flush_all: one logged record (txn_flush.c keeps the state it folds into). */
+enum txn_status
+txn_flush_all(struct txn_batch *b, int64_t delay_s)
+{
+    struct txn_engine *eng = b->eng;
+    enum txn_status st = txn_writable(eng);
+
+    if (st != TXN_OK) {
+        return st;
+    }
+    /* Persisting takes an fsync; hold no stripe meanwhile. */
+    txn_commit(b);
+    uint64_t deadline = expiry_flush_deadline(delay_s, util_now_us());
+    uint64_t stamp = clock_next(eng->clock);
+    if (eng->ulog == NULL) {
+        return txn_apply_flush(eng, stamp, deadline);
+    }
+    uint8_t payload[LOGREC_FLUSH_PAYLOAD];
+    logrec_flush_encode(payload, stamp, deadline);
+    st = txn_stage_raw(b, LOGREC_FLUSH, eng->sid, NULL, 0, payload,
+                       sizeof(payload), NULL, 0, NULL, 0);
+    if (st != TXN_OK) {
+        return st;
+    }
+    if (b->nflushes == b->flushes_cap) {
+        size_t cap = b->flushes_cap ? b->flushes_cap * 2 : 4;
+        struct txn_flush_staged *f =
+            realloc(b->flushes, cap * sizeof(*b->flushes));
+        if (f == NULL) {
+            /* The record is staged: commit it, and let this batch's reads
+             * see the flush only once it is applied. */
+            (void)txn_commit(b);
+            return TXN_ENOMEM;
+        }
+        b->flushes = f;
+        b->flushes_cap = cap;
+    }
+    /* Every flush of the batch is kept: a second must not hide the first
+     * from the batch's own reads (an immediate flush followed by a
+     * delayed one in one pipeline left the items the first hid visible). */
+    b->flushes[b->nflushes++] = (struct txn_flush_staged){stamp, deadline};
+    return txn_commit(b);
+}
