@@ -164,6 +164,7 @@ ulog_peer_written(struct ulog *u, uint64_t lsn)
         return;
     }
     uint64_t before = u->released;
+    (void)before; /* read by the U10 assertion only */
     u->peer_lsn = lsn;
     if (u->peer_stalled) {
         u->peer_stalled = false; /* U11: reporting again */
