@@ -16,13 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "atomicfile.h"
 #include "crc32c.h"
+#include "lockfile.h"
 #include "util.h"
 
 #define RESERVE_AHEAD ((uint64_t)1 << 20)
@@ -253,11 +253,17 @@ ulog_open(const struct ulog_options *o, struct ulog_recovery *rec, char *err,
         goto fail;
     }
     snprintf(path, sizeof(path), "%s/LOCK", o->dir);
-    u->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (u->lock_fd < 0 || flock(u->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        snprintf(err, errlen, "cannot lock update log %s: %s", o->dir,
-                 errno == EWOULDBLOCK ? "another process is using it"
-                                      : strerror(errno));
+    long holder;
+    u->lock_fd = lockfile_take(path, &holder);
+    if (u->lock_fd < 0) {
+        if (errno == EWOULDBLOCK && holder > 0) {
+            snprintf(err, errlen, "cannot lock update log %s: process %ld "
+                     "is using it", o->dir, holder);
+        } else {
+            snprintf(err, errlen, "cannot lock update log %s: %s", o->dir,
+                     errno == EWOULDBLOCK ? "another process is using it"
+                                          : strerror(errno));
+        }
         goto fail;
     }
     if (ulog_scan_dir(o->dir, &u->segs, &u->nsegs, err, errlen) != 0) {

@@ -849,7 +849,7 @@ START_TEST(test_backup_wrong_key_refused)
 
     /* Never over a database a kurad has open: here the server's own. */
     _backup(&t, m.db, _in(&m, "rkey"), 1);
-    ck_assert_ptr_nonnull(strstr(t.err, "another process is using it"));
+    ck_assert_ptr_nonnull(strstr(t.err, " is using it"));
 
     /* The right key works, and a second backup replaces the first. */
     _backup(&t, out, _in(&m, "rkey"), 0);
