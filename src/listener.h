@@ -32,7 +32,7 @@
  * current kernels), so asking for more costs nothing and lets an operator
  * who raises somaxconn get a deeper accept queue without a rebuild: when
  * thousands of clients connect at once, the queue overflows long before
- * the listener falls behind for good (see etc/tuning.md).
+ * the listener falls behind for good (see etc/tuning-kernel.md).
  */
 #define LISTENER_BACKLOG 65535
 
