@@ -1,7 +1,7 @@
 /*
  * unit_tmpdir: the unit suites' temporary directory (unit_tmpdir.h).
  */
-#define _XOPEN_SOURCE 700
+
 #include "unit_tmpdir.h"
 
 #include <check.h>
