@@ -38,12 +38,13 @@ kura_need_packages() {
 
 # Packages needed to build kurad and the kura tool.
 KURA_BUILD_PACKAGES="gcc make autoconf automake pkg-config
-    libtokyocabinet-dev libevent-dev check libh2o-evloop-dev libyajl-dev"
+    libtokyocabinet-dev libevent-dev check libh2o-evloop-dev libyajl-dev
+    libssl-dev"
 # Clients the integration tests drive kurad with.
 KURA_TEST_PACKAGES="libmemcached-tools python3 python3-pymemcache
     libcache-memcached-fast-perl python3-pylibmc python3-binary-memcached
     ruby ruby-dalli php-cli php-memcached fuse3 libfuse3-dev curl
-    iproute2 keepalived nutcracker"
+    iproute2 keepalived nutcracker openssl"
 
 # Programs some tests use when the distribution has them, skipped (77)
 # otherwise: promtool (prometheus) for the alert rules, and the memcached
