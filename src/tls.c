@@ -245,8 +245,15 @@ _build(const struct tls_ctx *c, int64_t *not_after, char *err, size_t errlen)
             goto fail;
         }
         if (SSL_CTX_use_PrivateKey_file(x, c->key, SSL_FILETYPE_PEM) != 1) {
+            int reason = ERR_GET_REASON(ERR_peek_error());
             _openssl_reason(why, sizeof(why));
-            snprintf(err, errlen, "cannot load key %s: %s", c->key, why);
+            if (reason == X509_R_KEY_VALUES_MISMATCH ||
+                reason == X509_R_KEY_TYPE_MISMATCH) {
+                snprintf(err, errlen, "key %s does not match certificate %s",
+                         c->key, c->cert);
+            } else {
+                snprintf(err, errlen, "cannot load key %s: %s", c->key, why);
+            }
             goto fail;
         }
         if (SSL_CTX_check_private_key(x) != 1) {
@@ -707,6 +714,12 @@ tls_session_free(struct tls_session *s)
 {
     if (s == NULL) {
         return;
+    }
+    if (s->established && s->err == 0) {
+        /* OpenSSL takes a session freed without close_notify for a bad
+         * one and stops resuming it; one whose connection merely ended
+         * (a server's idle close, a client gone) is as good as any. */
+        SSL_set_shutdown(s->ssl, SSL_get_shutdown(s->ssl) | SSL_SENT_SHUTDOWN);
     }
     SSL_free(s->ssl);
     free(s);
