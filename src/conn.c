@@ -66,6 +66,9 @@ struct conn {
     bool tls_port;            /* accepted on the TLS port */
     bool read_wants_write;    /* a TLS read waits to send first */
     uint64_t hs_deadline_ms;  /* HANDSHAKE: when it gives up */
+    uint8_t peer_family;      /* TLS port: the peer's address, for log */
+    uint16_t peer_port;       /* lines after it may have gone (AF_INET: */
+    uint8_t peer_addr[16];    /* the first 4 bytes) */
 };
 
 const char *const conn_state_names[CONN_STATE_COUNT] = {
@@ -224,27 +227,42 @@ _queue_send(struct conn *c)
 
 /* ----------------------------------------------------------------- TLS */
 
-/* The peer's address, for log lines. */
+/* Keeps the peer's address: a failed handshake is often a peer gone. */
 static void
-_peer(const struct conn *c, char *out, size_t cap)
+_keep_peer(struct conn *c)
 {
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
-    char host[INET6_ADDRSTRLEN] = "?";
-    int port = 0;
 
-    if (getpeername(c->fd, (struct sockaddr *)&ss, &len) == 0) {
-        if (ss.ss_family == AF_INET) {
-            const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
-            inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-            port = ntohs(a->sin_port);
-        } else if (ss.ss_family == AF_INET6) {
-            const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
-            inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-            port = ntohs(a->sin6_port);
-        }
+    if (getpeername(c->fd, (struct sockaddr *)&ss, &len) != 0) {
+        return;
     }
-    snprintf(out, cap, "%s:%d", host, port);
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+        memcpy(c->peer_addr, &a->sin_addr, 4);
+        c->peer_port = ntohs(a->sin_port);
+        c->peer_family = AF_INET;
+    } else if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+        memcpy(c->peer_addr, &a->sin6_addr, 16);
+        c->peer_port = ntohs(a->sin6_port);
+        c->peer_family = AF_INET6;
+    }
+}
+
+/* The peer's address, for log lines. */
+static void
+_peer(struct conn *c, char *out, size_t cap)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+
+    if (c->peer_family == 0) {
+        _keep_peer(c);
+    }
+    if (c->peer_family != 0) {
+        inet_ntop(c->peer_family, c->peer_addr, host, sizeof(host));
+    }
+    snprintf(out, cap, "%s:%d", host, c->peer_port);
 }
 
 /*
@@ -443,6 +461,9 @@ conn_create(struct conn_host *h, int fd, bool tls)
     c->state = tls ? CONN_HANDSHAKE : CONN_READING;
     c->tls_port = tls;
     c->hs_deadline_ms = util_mono_ms() + (uint64_t)h->tls_timeout_ms;
+    if (tls) {
+        _keep_peer(c);
+    }
     buf_init(&c->in);
     buf_init(&c->out);
     proto_parser_init(&c->parser, &h->limits);

@@ -249,6 +249,18 @@ netio_stream_connect(struct netio_stream *s, const char *host, int port,
     return 0;
 }
 
+bool
+netio_stream_tls_error(struct netio_stream *s, char *out, size_t cap)
+{
+    if (s->tls == NULL) {
+        return false;
+    }
+    pthread_mutex_lock(&s->lock);
+    bool failed = tls_session_error(s->tls, out, cap);
+    pthread_mutex_unlock(&s->lock);
+    return failed;
+}
+
 void
 netio_stream_close(struct netio_stream *s)
 {

@@ -18,6 +18,7 @@
 #define KURA_NETIO_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -80,6 +81,12 @@ int netio_stream_connect(struct netio_stream *s, const char *host, int port,
  */
 int netio_stream_handshake(struct netio_stream *s, int timeout_ms, char *err,
                            size_t errlen);
+
+/*
+ * True if the stream's TLS session failed on a TLS error (an alert from
+ * the peer, a certificate it refused); its reason in `out`.
+ */
+bool netio_stream_tls_error(struct netio_stream *s, char *out, size_t cap);
 
 /* Sends close_notify (TLS), frees the session and closes the socket. */
 void netio_stream_close(struct netio_stream *s);

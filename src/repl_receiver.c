@@ -393,10 +393,19 @@ _handshake(struct repl_receiver *s, struct netio_stream *io, char *line,
                                     cap)) {
     case REPL_RECEIVER_HS_OK:
         return 0;
-    case REPL_RECEIVER_HS_EIO:
-        log_limited(s->log, LOG_WARN, "repl: no answer from %s:%d",
-                    s->o.host, s->o.port);
+    case REPL_RECEIVER_HS_EIO: {
+        char why[256];
+        if (netio_stream_tls_error(io, why, sizeof(why))) {
+            /* TLS 1.3 tells a client its certificate was refused only
+             * once it reads. */
+            log_limited(s->log, LOG_ERROR, "repl: master %s:%d ended the "
+                        "TLS session: %s", s->o.host, s->o.port, why);
+        } else {
+            log_limited(s->log, LOG_WARN, "repl: no answer from %s:%d",
+                        s->o.host, s->o.port);
+        }
         return -1;
+    }
     case REPL_RECEIVER_HS_NOPROOF:
         log_limited(s->log, LOG_ERROR, "repl: master %s:%d did not "
                     "authenticate (has it no -rkey?); refusing its "

@@ -657,6 +657,17 @@ tls_session_pending(const struct tls_session *s)
     return SSL_has_pending(s->ssl) == 1;
 }
 
+void
+tls_session_peer(const struct tls_session *s, char *out, size_t cap)
+{
+    X509 *crt = SSL_get1_peer_certificate(s->ssl);
+    out[0] = '\0';
+    if (crt != NULL) {
+        _name(X509_get_subject_name(crt), out, cap);
+        X509_free(crt);
+    }
+}
+
 bool
 tls_session_resumed(const struct tls_session *s)
 {

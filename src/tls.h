@@ -185,6 +185,12 @@ enum tls_status tls_session_write(struct tls_session *s, const void *buf,
  */
 bool tls_session_pending(const struct tls_session *s);
 
+/*
+ * The subject of the peer's certificate (RFC 2253, "CN=..."), in `out`
+ * (`cap` bytes), or "" when the peer presented none.
+ */
+void tls_session_peer(const struct tls_session *s, char *out, size_t cap);
+
 /* True if the handshake resumed a session. */
 bool tls_session_resumed(const struct tls_session *s);
 
