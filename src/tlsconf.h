@@ -8,8 +8,9 @@
  * start-up, before the database is opened, so a bad file stops the start
  * with its reason and changes nothing; SIGHUP reloads both, and a bad
  * file then leaves the old material in use, with a log line saying why.
- * What is loaded (subject, issuer, expiry), which versions, and whether
- * the kernel does the records (kTLS) are logged.
+ * The key file must be readable by its owner alone (as -rkey's and
+ * -auth's). What is loaded (subject, issuer, expiry), which versions, and
+ * whether the kernel does the records (kTLS) are logged.
  *
  * Thread-safety: main thread (start-up and the signal handler); the
  * contexts themselves are shared with the workers and the receiver.
@@ -26,6 +27,7 @@
 struct tlsconf {
     struct tls_ctx *server; /* -tlsport, or NULL */
     struct tls_ctx *client; /* -mtls, or NULL */
+    const char *key;        /* -tlskey (the settings' string) */
 };
 
 /*

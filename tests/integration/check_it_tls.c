@@ -585,6 +585,15 @@ START_TEST(test_sighup_reloads_or_keeps)
     _subject(c, subject, sizeof(subject));
     ck_assert_str_eq(subject, "CN=kura-test-server-2");
     ck_assert(_tcheck(&old, "get old\r\n", "VALUE old 0 1\r\nx\r\nEND\r\n"));
+
+    /* A key others can read is refused too. */
+    _copy("server.pem", "live.pem");
+    _copy("server.key", "live.key");
+    ck_assert_int_eq(chmod(_at("live.key"), 0640), 0);
+    ck_assert_int_eq(kill(k.pid, SIGHUP), 0);
+    ck_assert(kura_wait_logged(&k, "can be read or written by others", 5000));
+    _subject(c, subject, sizeof(subject));
+    ck_assert_str_eq(subject, "CN=kura-test-server-2");
     netio_stream_close(&old);
     tls_ctx_destroy(c);
 }
@@ -618,6 +627,36 @@ START_TEST(test_restart_and_resumption)
                       "VALUE kept 3 4\r\nkept\r\nEND\r\n"));
     netio_stream_close(&io);
     tls_ctx_destroy(c);
+}
+END_TEST
+
+/* kurad with `cert` and `key` must not start, and must say `why`. */
+static void
+_start_refused(const char *cert, const char *key, const char *why)
+{
+    char port[16];
+    char tls_port[16];
+    char err[4096];
+    snprintf(port, sizeof(port), "%d", harness_free_port());
+    snprintf(tls_port, sizeof(tls_port), "%d", harness_free_port());
+    const char *argv[] = {"kurad", "-port", port, "-tlsport", tls_port,
+                          "-tlscert", _at(cert), "-tlskey", _at(key), "*",
+                          NULL};
+    ck_assert_int_eq(harness_run(certs, argv, err, sizeof(err), 10000), 1);
+    ck_assert_msg(strstr(err, why) != NULL, "'%s' lacks '%s'", err, why);
+}
+
+START_TEST(test_start_refuses_bad_material)
+{
+    _copy("server.key", "open.key");
+    ck_assert_int_eq(chmod(_at("open.key"), 0644), 0);
+    _start_refused("server.pem", "open.key",
+                   "can be read or written by others than its owner");
+    _start_refused("expired-server.pem", "expired-server.key",
+                   "-tlsport: certificate");
+    _start_refused("expired-server.pem", "expired-server.key", "expired on");
+    _start_refused("server.pem", "client.key", "does not match");
+    _start_refused("bad.pem", "server.key", "cannot load certificate");
 }
 END_TEST
 
@@ -990,6 +1029,7 @@ it_tls_suite(void)
     tc = tcase_create("reload");
     tcase_add_checked_fixture(tc, _start_live, _cleanup);
     tcase_add_test(tc, test_sighup_reloads_or_keeps);
+    tcase_add_test(tc, test_start_refuses_bad_material);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 
