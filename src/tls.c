@@ -486,8 +486,11 @@ _session(struct tls_ctx *c, int fd, bool server)
     pthread_mutex_lock(&c->lock);
     s->ssl = SSL_new(c->ssl);
     if (!server && c->last != NULL) {
-        offer = c->last;
-        SSL_SESSION_up_ref(offer);
+        /* A copy of its own: a TLS 1.3 client that is given a new ticket
+         * marks the session it resumed as used up (OpenSSL removes it
+         * from the client cache), which would turn the next connections
+         * offered the same object into full handshakes. */
+        offer = SSL_SESSION_dup(c->last);
     }
     pthread_mutex_unlock(&c->lock);
     if (s->ssl == NULL || SSL_set_fd(s->ssl, fd) != 1) {
