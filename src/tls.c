@@ -269,16 +269,18 @@ _build(const struct tls_ctx *c, int64_t *not_after, char *err, size_t errlen)
     if (_load_ca(c, x, err, errlen) != 0) {
         goto fail;
     }
+    if (!c->ktls) {
+        /* One read(2) takes a record's header and body together (not two,
+         * as OpenSSL does by default); the callers read on while
+         * tls_session_pending() says the session holds more. */
+        SSL_CTX_set_read_ahead(x, 1);
+    }
     if (server) {
         SSL_CTX_set_session_id_context(x, session_context,
                                        sizeof(session_context) - 1);
         /* Stateless tickets only: nothing to lock or to grow per client. */
         SSL_CTX_set_session_cache_mode(x, SSL_SESS_CACHE_OFF);
         SSL_CTX_set_num_tickets(x, 1);
-        if (!c->ktls) {
-            /* One read(2) takes a record's header and body together. */
-            SSL_CTX_set_read_ahead(x, 1);
-        }
     } else {
         SSL_CTX_set_verify(x, SSL_VERIFY_PEER, NULL);
         if (c->resume) {
