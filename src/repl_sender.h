@@ -1,8 +1,9 @@
 /*
  * repl_sender: serving the update log to standbys and master/master peers.
  *
- * A peer connects to the ordinary port and sends "REPL ..." (repl_proto.h);
- * the worker hands the socket over here and one sender thread per peer
+ * A peer connects to the ordinary port, or over TLS to -tlsport, and sends
+ * "REPL ..." (repl_proto.h); the worker hands the socket (and its TLS
+ * session, netio.h's streams) over here and one sender thread per peer
  * streams log records to it from the position it asked for, skipping the
  * records that originated at that peer (so nothing is ever sent back to
  * where it came from). When that position is older than the oldest kept

@@ -728,7 +728,8 @@ _start(struct server *srv, char *err, size_t errlen)
     }
     if (s->tls_port != 0) {
         srv->tls_bound = true;
-        if (listener_open(&srv->tls_listener, srv->base, s->host,
+        const char *host = s->tls_host[0] != '\0' ? s->tls_host : s->host;
+        if (listener_open(&srv->tls_listener, srv->base, host,
                           s->tls_port, true, srv->workers, srv->nworkers,
                           srv->maxconn, &srv->shared.curr_conns, &srv->log,
                           err, errlen) != 0) {

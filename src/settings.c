@@ -56,8 +56,8 @@ settings_usage(FILE *out, const char *prog)
         "        [-rts path] [-catchup secs] [-mask expr] [-unmask expr]\n"
         "        [-maxconn num] [-itemmax size] [-fsync policy] [-ukeep num]\n"
         "        [-ckpt secs] [-rkey path] [-auth path] [-nohttp]\n"
-        "        [-tlsport num] [-tlscert path] [-tlskey path] [-tlsca path]\n"
-        "        [-mtls] [-tlsmin 1.2|1.3] [-tlsciphers list]\n"
+        "        [-tlsport num] [-tlshost name] [-tlscert path] [-tlskey path]\n"
+        "        [-tlsca path] [-mtls] [-tlsmin 1.2|1.3] [-tlsciphers list]\n"
         "        [-tlssuites list] [-tlstout secs] [-tlsktls] [dbname]\n"
         "\n"
         "  -host name     address to listen on (default %s; 0.0.0.0 for all)\n"
@@ -98,6 +98,8 @@ settings_usage(FILE *out, const char *prog)
         "  -maxconn num   client connection limit (default %d)\n"
         "  -itemmax size  largest value accepted (default 1m)\n"
         "  -tlsport num   also serve every protocol over TLS on this port\n"
+        "  -tlshost name  address of the TLS port (default: -host's), e.g.\n"
+        "                 0.0.0.0 with -host 127.0.0.1\n"
         "  -tlscert path  certificate chain (PEM) for -tlsport and -mtls\n"
         "  -tlskey path   its private key (PEM, mode 600)\n"
         "  -tlsca path    CA (PEM) that clients on -tlsport must present a\n"
@@ -183,6 +185,10 @@ _parse_tls(struct settings *s, const char *flag, const char *v, char *err,
         }
         s->tls_port = (int)n;
         return true;
+    }
+    if (strcmp(flag, "-tlshost") == 0) {
+        return _copy_arg(flag, s->tls_host, sizeof(s->tls_host), v, err,
+                         errlen);
     }
     if (strcmp(flag, "-tlscert") == 0) {
         return _copy_arg(flag, s->tls_cert, sizeof(s->tls_cert), v, err,
@@ -368,7 +374,8 @@ _is_valued(const char *flag)
         "-host", "-port", "-thnum", "-tout", "-pid", "-log", "-ulog",
         "-ulim", "-sid", "-mhost", "-mport", "-rts", "-mask", "-unmask",
         "-maxconn", "-itemmax", "-fsync", "-ukeep", "-ckpt", "-rkey",
-        "-auth", "-catchup", "-tlsport", "-tlscert", "-tlskey", "-tlsca",
+        "-auth", "-catchup", "-tlsport", "-tlshost", "-tlscert", "-tlskey",
+        "-tlsca",
         "-tlsmin", "-tlsciphers", "-tlssuites", "-tlstout",
     };
     for (size_t i = 0; i < sizeof(valued) / sizeof(valued[0]); i++) {
@@ -393,12 +400,17 @@ _validate_tls(struct settings *s, char *err, size_t errlen)
         snprintf(err, errlen, "-tlsport needs -tlscert and -tlskey");
         return false;
     }
-    if (s->tls_port != 0 && s->port == 0) {
-        snprintf(err, errlen, "-tlsport needs a TCP -host and -port, not a "
-                              "unix socket");
+    if (s->tls_host[0] != '\0' && s->tls_port == 0) {
+        snprintf(err, errlen, "-tlshost goes with -tlsport");
         return false;
     }
-    if (s->tls_port != 0 && s->tls_port == s->port) {
+    if (s->tls_port != 0 && s->port == 0 && s->tls_host[0] == '\0') {
+        snprintf(err, errlen, "-tlsport needs a TCP address: -host is a "
+                              "unix socket, so give -tlshost");
+        return false;
+    }
+    if (s->tls_port != 0 && s->tls_port == s->port &&
+        (s->tls_host[0] == '\0' || strcmp(s->tls_host, s->host) == 0)) {
         snprintf(err, errlen, "-tlsport %d is also -port: give TLS a port "
                               "of its own", s->tls_port);
         return false;

@@ -6,7 +6,8 @@
  *         [-uas] [-sid num] [-mhost name] [-mport num] [-rts path]
  *         [-catchup secs] [-mask expr] [-unmask expr] [-maxconn num] [-itemmax size]
  *         [-fsync policy] [-ukeep num] [-ckpt secs] [-rkey path]
- *         [-auth path] [-nohttp] [-tlsport num] [-tlscert path]
+ *         [-auth path] [-nohttp] [-tlsport num] [-tlshost name]
+ *         [-tlscert path]
  *         [-tlskey path] [-tlsca path] [-mtls] [-tlsmin 1.2|1.3]
  *         [-tlsciphers list] [-tlssuites list] [-tlstout secs] [-tlsktls]
  *         [dbname]
@@ -76,6 +77,7 @@ struct settings {
     char rkey_path[PATH_MAX]; /* replication shared key file, "" = none */
     char auth_path[PATH_MAX]; /* client password file, "" = no auth */
     int tls_port;        /* -tlsport: TLS listener, 0 = none */
+    char tls_host[PATH_MAX]; /* -tlshost: its address, "" = -host's */
     char tls_cert[PATH_MAX]; /* -tlscert: PEM chain, "" = none */
     char tls_key[PATH_MAX];  /* -tlskey */
     char tls_ca[PATH_MAX];   /* -tlsca: peers' CA (mutual TLS), "" = none */

@@ -70,8 +70,9 @@ tlsconf_open(struct tlsconf *t, const struct settings *s, struct logger *log,
             return -1;
         }
         tls_ctx_describe(t->server, desc, sizeof(desc));
-        log_info(log, "tls: TLS %s on port %d with certificate %s; %s",
-                 versions, s->tls_port, desc,
+        log_info(log, "tls: TLS %s on %s:%d with certificate %s; %s",
+                 versions, s->tls_host[0] != '\0' ? s->tls_host : s->host,
+                 s->tls_port, desc,
                  s->tls_ca[0] != '\0' ? "clients must present a "
                                         "certificate from -tlsca"
                                       : "no client certificate asked for");
