@@ -463,6 +463,7 @@ START_TEST(test_hostile_battery)
     ck_assert_int_eq(send(raw, junk, 100, MSG_NOSIGNAL), 100);
     ck_assert(_raw_closed(ssl));
     SSL_free(ssl);
+    SSL_CTX_free(x);
     close(raw);
     ck_assert(kura_wait_logged(&k, "closed on a TLS error: ", 5000));
 
@@ -474,6 +475,7 @@ START_TEST(test_hostile_battery)
                      (ssize_t)sizeof(junk));
     ck_assert(_raw_closed(ssl));
     SSL_free(ssl);
+    SSL_CTX_free(x);
     close(raw);
     ssl = _raw(k.tls_port, TLS1_2_VERSION, &raw, &x);
     ck_assert_int_eq(send(raw, "\x17\x03\x03\xff\xff", 5, MSG_NOSIGNAL), 5);
