@@ -166,6 +166,14 @@ _snapshot(void *arg, struct stats_snapshot *snap)
         snap->npeers = repl_sender_stats(srv->sender, snap->peers,
                                          REPL_MAX_PEERS);
     }
+    if (srv->tls.server != NULL) {
+        tls_ctx_stats(srv->tls.server, &snap->tls);
+    }
+    if (srv->tls.client != NULL) {
+        struct tls_stats link;
+        tls_ctx_stats(srv->tls.client, &link);
+        snap->tls_link_not_after = link.not_after;
+    }
 }
 
 /* ulog callbacks: database sync for checkpoints, peers for retention. */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +35,7 @@ struct tls_ctx {
     int min_version;
     bool ktls;
     bool resume;
+    bool key_owner_only;
     pthread_mutex_t lock;     /* guards `ssl`, `last` and `not_after` */
     SSL_CTX *ssl;             /* the material in use */
     SSL_SESSION *last;        /* client: the session to offer next */
@@ -156,6 +158,28 @@ _check_validity(SSL_CTX *x, const char *path, int64_t *not_after, char *err,
     return 0;
 }
 
+/*
+ * The private key must be readable by its owner alone, as kurad's -rkey
+ * and -auth files must: a key others can read is no longer private.
+ */
+static int
+_key_private(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(err, errlen, "cannot read key %s: %s", path,
+                 strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode) || (st.st_mode & 077) != 0) {
+        snprintf(err, errlen, "key %s can be read or written by others than "
+                 "its owner: chmod 600 it (owned by the user kurad runs as)",
+                 path);
+        return -1;
+    }
+    return 0;
+}
+
 /* Loads the CA file into `x` as the peers' trust anchor. */
 static int
 _load_ca(const struct tls_ctx *c, SSL_CTX *x, char *err, size_t errlen)
@@ -238,6 +262,9 @@ _build(const struct tls_ctx *c, int64_t *not_after, char *err, size_t errlen)
     }
     *not_after = 0;
     if (c->cert != NULL) {
+        if (c->key_owner_only && _key_private(c->key, err, errlen) != 0) {
+            goto fail;
+        }
         if (SSL_CTX_use_certificate_chain_file(x, c->cert) != 1) {
             _openssl_reason(why, sizeof(why));
             snprintf(err, errlen, "cannot load certificate %s: %s", c->cert,
@@ -318,6 +345,7 @@ tls_ctx_create(enum tls_role role, const struct tls_options *o, char *err,
     c->min_version = o->min_version == TLS_MIN_13 ? TLS_MIN_13 : TLS_MIN_12;
     c->ktls = o->ktls;
     c->resume = o->resume;
+    c->key_owner_only = o->key_owner_only;
     pthread_mutex_init(&c->lock, NULL);
     c->ssl = _build(c, &c->not_after, err, errlen);
     if (c->ssl == NULL) {

@@ -71,6 +71,8 @@ struct tls_options {
     bool ktls;           /* SSL_OP_ENABLE_KTLS */
     bool resume;         /* client: offer the last session on the next
                             connection */
+    bool key_owner_only; /* refuse a key file others can read or write
+                            (kurad's, as its -rkey and -auth files) */
 };
 
 /* What a context has done, for stats and tests. */
@@ -93,8 +95,9 @@ struct tls_session;
  * Builds a context for `role` from `o` (the strings are copied). Returns
  * NULL with a one-line reason in `err` (which file, and what is wrong
  * with it) if a file cannot be read or parsed, the key does not match the
- * certificate, the certificate is not valid now, or a cipher setting
- * matches nothing. Free with tls_ctx_destroy().
+ * certificate (or, with key_owner_only, others can read it), the
+ * certificate is not valid now, or a cipher setting matches nothing. Free
+ * with tls_ctx_destroy().
  */
 struct tls_ctx *tls_ctx_create(enum tls_role role, const struct tls_options *o,
                                char *err, size_t errlen);

@@ -3,32 +3,8 @@
  */
 #include "tlsconf.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-
-/*
- * The private key must be readable by its owner alone, as -rkey and -auth
- * files must: a key others can read is no longer private.
- */
-static int
-_key_private(const char *path, char *err, size_t errlen)
-{
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        snprintf(err, errlen, "cannot read key %s: %s", path,
-                 strerror(errno));
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode) || (st.st_mode & 077) != 0) {
-        snprintf(err, errlen, "key %s can be read or written by others than "
-                 "its owner: chmod 600 it (owned by the user kurad runs as)",
-                 path);
-        return -1;
-    }
-    return 0;
-}
 
 static void
 _options(const struct settings *s, struct tls_options *o)
@@ -41,6 +17,7 @@ _options(const struct settings *s, struct tls_options *o)
     o->ciphers = s->tls_ciphers;
     o->suites = s->tls_suites;
     o->ktls = s->tls_ktls;
+    o->key_owner_only = true;
 }
 
 int
@@ -55,13 +32,7 @@ tlsconf_open(struct tlsconf *t, const struct settings *s, struct logger *log,
     if (s->tls_port == 0 && !s->mtls) {
         return 0;
     }
-    t->key = s->tls_key;
     _options(s, &o);
-    if (_key_private(s->tls_key, why, sizeof(why)) != 0) {
-        snprintf(err, errlen, "%s: %s", s->tls_port != 0 ? "-tlsport"
-                                                         : "-mtls", why);
-        return -1;
-    }
     const char *versions = s->tls_min == TLS_MIN_13 ? "1.3" : "1.2 and 1.3";
     if (s->tls_port != 0) {
         t->server = tls_ctx_create(TLS_ROLE_SERVER, &o, why, sizeof(why));
@@ -103,8 +74,7 @@ tlsconf_open(struct tlsconf *t, const struct settings *s, struct logger *log,
 }
 
 static void
-_reload(struct tls_ctx *c, const char *key, const char *what,
-        struct logger *log)
+_reload(struct tls_ctx *c, const char *what, struct logger *log)
 {
     char why[768];
     char desc[768];
@@ -112,8 +82,7 @@ _reload(struct tls_ctx *c, const char *key, const char *what,
     if (c == NULL) {
         return;
     }
-    if (_key_private(key, why, sizeof(why)) != 0 ||
-        tls_ctx_reload(c, why, sizeof(why)) != 0) {
+    if (tls_ctx_reload(c, why, sizeof(why)) != 0) {
         tls_ctx_describe(c, desc, sizeof(desc));
         log_error(log, "tls: %s not reloaded on SIGHUP: %s; still using "
                   "the previous material (certificate %s)", what, why, desc);
@@ -126,8 +95,8 @@ _reload(struct tls_ctx *c, const char *key, const char *what,
 void
 tlsconf_reload(struct tlsconf *t, struct logger *log)
 {
-    _reload(t->server, t->key, "-tlsport's certificate, key and CA", log);
-    _reload(t->client, t->key, "-mtls's certificate, key and CA", log);
+    _reload(t->server, "-tlsport's certificate, key and CA", log);
+    _reload(t->client, "-mtls's certificate, key and CA", log);
 }
 
 void

@@ -27,7 +27,6 @@
 struct tlsconf {
     struct tls_ctx *server; /* -tlsport, or NULL */
     struct tls_ctx *client; /* -mtls, or NULL */
-    const char *key;        /* -tlskey (the settings' string) */
 };
 
 /*

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../unit/unit_main.h"
@@ -282,6 +283,10 @@ START_TEST(test_every_protocol_over_tls)
     /* The plaintext port is as it was, and sees the same data. */
     int fd = kc_connect(k.port);
     ck_assert(kc_check(fd, "mg t:m v\r\n", "VA 2\r\nhi\r\n"));
+    ck_assert_int_ge(kc_stat(fd, "kura_tls_handshakes"), 3);
+    long long expiry = kc_stat(fd, "kura_tls_cert_not_after");
+    ck_assert_int_gt(expiry, (long long)time(NULL) + 29 * 86400);
+    ck_assert_int_eq(kc_stat(fd, "kura_tls_link_cert_not_after"), 0);
     close(fd);
     tls_ctx_destroy(c);
 }
@@ -339,6 +344,9 @@ START_TEST(test_refusals_in_each_protocol)
                                "refused (TLS is served on -tlsport)", 5000));
     ck_assert(_tcheck(&busy, "get busy\r\n", "VALUE busy 0 1\r\n1\r\nEND\r\n"));
     netio_stream_close(&busy);
+    fd = kc_connect(k.port);
+    ck_assert_int_eq(kc_stat(fd, "kura_tls_plaintext_refused"), 3);
+    close(fd);
     tls_ctx_destroy(c);
 }
 END_TEST
@@ -400,6 +408,9 @@ START_TEST(test_slow_handshakes_time_out_alone)
     close(idle);
     close(slow);
     ck_assert(kura_wait_logged(&k, "no TLS handshake within 1000 ms", 2000));
+    int fd = kc_connect(k.port);
+    ck_assert_int_ge(kc_stat(fd, "kura_tls_handshake_timeouts"), 2);
+    close(fd);
     tls_ctx_destroy(c);
 }
 END_TEST
@@ -597,6 +608,10 @@ START_TEST(test_sighup_reloads_or_keeps)
     _subject(c, subject, sizeof(subject));
     ck_assert_str_eq(subject, "CN=kura-test-server-2");
     netio_stream_close(&old);
+    int fd = kc_connect(k.port);
+    ck_assert_int_eq(kc_stat(fd, "kura_tls_reloads"), 1);
+    ck_assert_int_eq(kc_stat(fd, "kura_tls_reload_failures"), 2);
+    close(fd);
     tls_ctx_destroy(c);
 }
 END_TEST
@@ -620,6 +635,9 @@ START_TEST(test_restart_and_resumption)
                      0);
     ck_assert_msg(strncmp(reply, "VALUE kept 3 4 ", 15) == 0, "%s", reply);
     netio_stream_close(&io);
+    int fd = kc_connect(k.port);
+    ck_assert_int_eq(kc_stat(fd, "kura_tls_resumed"), 1);
+    close(fd);
 
     ck_assert_int_eq(kura_stop(&k, 30000), 0);
     ck_assert_int_eq(kura_launch(&k), 0);

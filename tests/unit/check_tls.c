@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -149,6 +150,19 @@ START_TEST(test_refuses_bad_material)
     ck_assert_ptr_null(tls_ctx_create(TLS_ROLE_SERVER, &o, err,
                                       sizeof(err)));
     ck_assert_ptr_nonnull(strstr(err, "-tlssuites"));
+    o.suites = NULL;
+    o.key_owner_only = true;
+    _copy("server.key", "open.key");
+    ck_assert_int_eq(chmod(_at("open.key"), 0644), 0);
+    o.key = _at("open.key");
+    ck_assert_ptr_null(tls_ctx_create(TLS_ROLE_SERVER, &o, err,
+                                      sizeof(err)));
+    ck_assert_ptr_nonnull(strstr(err, "can be read or written by others"));
+    o.key = _at("server.key"); /* made 0600 by make-certs */
+    struct tls_ctx *owned = tls_ctx_create(TLS_ROLE_SERVER, &o, err,
+                                           sizeof(err));
+    ck_assert_msg(owned != NULL, "%s", err);
+    tls_ctx_destroy(owned);
     o.suites = "TLS_CHACHA20_POLY1305_SHA256";
     o.ciphers = "ECDHE-ECDSA-AES128-GCM-SHA256";
     o.min_version = TLS_MIN_13;
