@@ -76,6 +76,8 @@
 #define RETRY_NS 100000000ULL       /* a failed connect waits this long */
 #define MAX_HANDSHAKES 1024         /* under tcp_max_syn_backlog (2048) */
 #define MAX_COMPLAINTS 20           /* unexpected replies printed per run */
+#define WARMUP_WAIT_NS 120000000000ULL /* longest wait for every connection
+                                          to open after --warmup */
 
 /* One request in flight. */
 struct bslot {
@@ -885,8 +887,8 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
     b.ack.flushed_ns = b.started_ns;
     uint64_t warmup = o->duration_s > 0 ? (uint64_t)(o->warmup_s * 1e9) : 0;
     b.warm_ns = warmup > 0 ? b.started_ns + warmup : 0;
-    b.stop_ns = o->duration_s > 0
-                    ? b.started_ns + warmup + (uint64_t)(o->duration_s * 1e9)
+    b.stop_ns = o->duration_s > 0 && warmup == 0
+                    ? b.started_ns + (uint64_t)(o->duration_s * 1e9)
                     : UINT64_MAX;
     uint64_t counted_from = b.started_ns;
     for (int i = 0; i < o->conns; i++) {
@@ -923,10 +925,15 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
             }
         }
         _open_due(&b, now);
-        if (b.warm_ns != 0 && now >= b.warm_ns) {
-            /* The warm-up is over: count from here. */
+        if (b.warm_ns != 0 && now >= b.warm_ns &&
+            ((b.handshakes == 0 && b.queue_len == 0) ||
+             now >= b.warm_ns + WARMUP_WAIT_NS)) {
+            /* The warm-up is over and every connection open (TLS
+             * handshakes included), or waited for long enough: count
+             * from here, for the duration asked. */
             b.warm_ns = 0;
             counted_from = now;
+            b.stop_ns = now + (uint64_t)(o->duration_s * 1e9);
             b.ops = b.errors = b.keys = b.hits = 0;
             hist_reset(&b.hist);
         }

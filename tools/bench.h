@@ -44,9 +44,11 @@ struct bench_opts {
     struct tls_ctx *tls;   /* --tls: every connection does a TLS handshake
                             * first (counted as opening, like the TCP one);
                             * NULL: plaintext */
-    double warmup_s;       /* with duration_s: run this long first and
-                            * count nothing of it (a ramp of 10,000
-                            * handshakes is not the steady state) */
+    double warmup_s;       /* with duration_s: run this long first, and
+                            * on until every connection is open (at most
+                            * 2 minutes more), counting nothing of it: a
+                            * ramp of 10,000 handshakes is not the
+                            * steady state */
 };
 
 struct bench_result {
