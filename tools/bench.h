@@ -64,6 +64,8 @@ struct bench_result {
     uint64_t keys;         /* keys asked for by gets (N per multi-get) */
     uint64_t hits;         /* values those gets returned */
     uint64_t acked;        /* own-keys mode: writes logged as acknowledged */
+    uint64_t cpu_us;       /* this thread's CPU while counting (after any
+                            * warm-up) */
     uint64_t tls_handshakes; /* TLS handshakes completed */
     uint64_t tls_resumed;    /* ... of which resumed a session */
 };
