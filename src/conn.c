@@ -653,8 +653,11 @@ _read(struct conn *c)
     }
     if (c->read_wants_write) {
         _set_events(c, EV_READ | EV_WRITE);
-    } else if (tls_session_pending(c->tls)) {
-        /* Read from the socket already: it will not say so again. */
+    } else if (n > 0 && tls_session_pending(c->tls)) {
+        /* Read from the socket already: it will not say so again. Only
+         * after a read that gave bytes: what is left after one that gave
+         * none is the start of a record whose rest the socket will
+         * announce, and asking again at once would spin. */
         event_active(&c->ev, EV_READ, 0);
     }
 }

@@ -173,6 +173,7 @@ netio_stream_init(struct netio_stream *s, int fd, struct tls_session *tls)
 {
     s->fd = fd;
     s->tls = tls;
+    s->more = false;
     pthread_mutex_init(&s->lock, NULL);
     if (tls != NULL && fd >= 0) {
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -325,13 +326,23 @@ netio_stream_recv(struct netio_stream *s, void *buf, size_t cap)
             return n;
         }
     }
-    size_t got = 0;
+    size_t total = 0;
+    enum tls_status st = TLS_OK;
     pthread_mutex_lock(&s->lock);
-    enum tls_status st = tls_session_read(s->tls, buf, cap, &got);
+    while (total < cap) {
+        size_t got = 0;
+        st = tls_session_read(s->tls, (char *)buf + total, cap - total, &got);
+        if (st != TLS_OK) {
+            break;
+        }
+        total += got;
+    }
+    s->more = total == cap && tls_session_pending(s->tls);
     pthread_mutex_unlock(&s->lock);
+    if (total > 0) {
+        return (ssize_t)total; /* an end or error shows on the next call */
+    }
     switch (st) {
-    case TLS_OK:
-        return (ssize_t)got;
     case TLS_WANT_READ:
     case TLS_WANT_WRITE:
         errno = EAGAIN;
@@ -349,10 +360,10 @@ netio_stream_wait_readable(struct netio_stream *s, int timeout_ms)
 {
     if (s->tls != NULL) {
         pthread_mutex_lock(&s->lock);
-        bool pending = tls_session_pending(s->tls);
+        bool more = s->more;
         pthread_mutex_unlock(&s->lock);
-        if (pending) {
-            return 1;
+        if (more) {
+            return 1; /* whole records the last read had no room for */
         }
     }
     return netio_wait_readable(s->fd, timeout_ms);

@@ -52,6 +52,8 @@ struct netio_stream {
     int fd;                  /* owned by whoever opened it, -1 when none */
     struct tls_session *tls; /* NULL: plaintext; owned by the stream */
     pthread_mutex_t lock;    /* serialises calls into `tls` */
+    bool more;               /* TLS: the last read filled the caller's
+                                buffer with the session holding more */
 };
 
 /*
@@ -101,16 +103,19 @@ long netio_stream_read_line(struct netio_stream *s, char *buf, size_t cap,
 
 /*
  * Waits up to `timeout_ms` for the stream to have something to read:
- * 1 (TLS: at once if the session holds bytes already), 0 on timeout, -1.
- * In TLS, what arrived may turn out to be no application data (a session
- * ticket): netio_stream_recv() then says EAGAIN.
+ * 1 (TLS: at once if the last read left whole records for lack of room),
+ * 0 on timeout, -1. In TLS, what arrived may turn out to be no
+ * application data (a session ticket, half a record): netio_stream_recv()
+ * then says EAGAIN.
  */
 int netio_stream_wait_readable(struct netio_stream *s, int timeout_ms);
 
 /*
  * Reads what is there without waiting: the bytes read (> 0), 0 at the end
  * of the stream, or -1 with errno (EAGAIN: nothing now; EIO: a TLS
- * error).
+ * error). Over TLS it takes every whole record the session holds, up to
+ * `cap` bytes, so what it leaves is what the socket will announce (or
+ * more than `cap`, which netio_stream_wait_readable() then reports).
  */
 ssize_t netio_stream_recv(struct netio_stream *s, void *buf, size_t cap);
 

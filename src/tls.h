@@ -183,8 +183,11 @@ enum tls_status tls_session_write(struct tls_session *s, const void *buf,
                                   size_t len, size_t *put);
 
 /*
- * True if the session holds bytes already read from the socket that a
- * read would return (the socket itself may no longer be readable).
+ * True if the session holds bytes already read from the socket (the
+ * socket itself may no longer announce them): the rest of a record, more
+ * whole records (read ahead), or the start of one still arriving. A
+ * caller reads again after a read that gave bytes while this says so; a
+ * read that then says TLS_WANT_READ means the socket is next.
  */
 bool tls_session_pending(const struct tls_session *s);
 

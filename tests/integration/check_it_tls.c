@@ -542,6 +542,63 @@ START_TEST(test_hostile_battery)
 }
 END_TEST
 
+/* CPU time (user + system) of process `pid`, in clock ticks. */
+static long
+_cpu_ticks(pid_t pid)
+{
+    char path[64];
+    char buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    long utime = 0;
+    long stime = 0;
+    ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u "
+                                   "%*u %ld %ld", &utime, &stime), 2);
+    return utime + stime;
+}
+
+/*
+ * The start of a record on an established connection, its rest not sent:
+ * the worker waits for the socket. It used to take the bytes the session
+ * held for a record it could read and asked again at once, for as long as
+ * the rest did not come: a worker spinning at 100% of its core.
+ */
+START_TEST(test_half_a_record_waits_quietly)
+{
+    int raw;
+    SSL_CTX *x;
+    SSL *ssl = _raw(k.tls_port, TLS1_3_VERSION, &raw, &x);
+    char buf[64];
+    ck_assert_int_eq(SSL_write(ssl, "version\r\n", 9), 9);
+    ck_assert_int_gt(SSL_read(ssl, buf, sizeof(buf)), 8);
+    /* A header announcing 64 bytes, and 10 of them. */
+    ck_assert_int_eq(send(raw, "\x17\x03\x03\x00\x40" "0123456789", 15,
+                          MSG_NOSIGNAL), 15);
+    uint64_t t0 = harness_now_ms();
+    long before = _cpu_ticks(k.pid);
+    struct pollfd p = {raw, POLLIN, 0};
+    ck_assert_int_eq(poll(&p, 1, 1500), 0); /* nothing comes back */
+    long used = _cpu_ticks(k.pid) - before;
+    long hz = sysconf(_SC_CLK_TCK);
+    uint64_t ms = harness_now_ms() - t0;
+    ck_assert_msg(used * 1000 < (long)ms * hz / 4,
+                  "kurad used %ld ticks (at %ld Hz) in %llu ms", used, hz,
+                  (unsigned long long)ms);
+    /* The rest (junk for this key) ends it. */
+    char junk[64] = {0};
+    ck_assert_int_eq(send(raw, junk, 54, MSG_NOSIGNAL), 54);
+    ck_assert(_raw_closed(ssl));
+    SSL_free(ssl);
+    SSL_CTX_free(x);
+    close(raw);
+}
+END_TEST
+
 /* ----------------------------------------------------------- reloads */
 
 static void
@@ -1042,6 +1099,7 @@ it_tls_suite(void)
     tcase_add_test(tc, test_refusals_in_each_protocol);
     tcase_add_test(tc, test_slow_handshakes_time_out_alone);
     tcase_add_test(tc, test_hostile_battery);
+    tcase_add_test(tc, test_half_a_record_waits_quietly);
     tcase_add_test(tc, test_restart_and_resumption);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
