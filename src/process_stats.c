@@ -135,6 +135,28 @@ _stats_replication(const struct stats_snapshot *snap,
         ok = ok && reply_stat(out, req, "kura_repl_master_delay_max_us",
                               "%" PRIu64, m->delay_max_us);
     }
+    /* TLS (-tlsport, -mtls): zeros without it. */
+    const struct tls_stats *t = &snap->tls;
+    ok = ok && reply_stat(out, req, "kura_tls_handshakes", "%" PRIu64,
+                          t->handshakes);
+    ok = ok && reply_stat(out, req, "kura_tls_resumed", "%" PRIu64,
+                          t->resumed);
+    ok = ok && reply_stat(out, req, "kura_tls_handshake_failures",
+                          "%" PRIu64, t->failures);
+    ok = ok && reply_stat(out, req, "kura_tls_handshake_timeouts",
+                          "%" PRIu64, t->timeouts);
+    ok = ok && reply_stat(out, req, "kura_tls_plaintext_refused", "%" PRIu64,
+                          t->plaintext);
+    ok = ok && reply_stat(out, req, "kura_tls_ktls_tx", "%" PRIu64,
+                          t->ktls_tx);
+    ok = ok && reply_stat(out, req, "kura_tls_reloads", "%" PRIu64,
+                          t->reloads);
+    ok = ok && reply_stat(out, req, "kura_tls_reload_failures", "%" PRIu64,
+                          t->reload_failures);
+    ok = ok && reply_stat(out, req, "kura_tls_cert_not_after", "%" PRId64,
+                          t->not_after);
+    ok = ok && reply_stat(out, req, "kura_tls_link_cert_not_after",
+                          "%" PRId64, snap->tls_link_not_after);
     ok = ok && reply_stat(out, req, "kura_repl_peers", "%d", snap->npeers);
     for (int i = 0; ok && i < snap->npeers; i++) {
         const struct repl_peer_stats *p = &snap->peers[i];
