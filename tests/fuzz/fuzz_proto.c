@@ -236,9 +236,10 @@ _check_request(const struct proto_limits *lim, const struct proto_request *req,
     default:
         break;
     }
-    /* mn and the m* commands are meta; the rest, text. */
-    FUZZ_CHECK(req->kind == (req->cmd >= PROTO_CMD_NOOP ? PROTO_KIND_META
-                                                         : PROTO_KIND_TEXT));
+    /* mn and the m* commands are meta; the rest, text (shutdown and
+     * cache_memlimit sit after the meta commands in the enum). */
+    bool meta = req->cmd >= PROTO_CMD_NOOP && req->cmd <= PROTO_CMD_ME;
+    FUZZ_CHECK(req->kind == (meta ? PROTO_KIND_META : PROTO_KIND_TEXT));
 }
 
 static void
