@@ -3,7 +3,10 @@
  */
 #include "conn.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -12,6 +15,7 @@
 #include "proto_bin.h"
 #include "proto_http.h"
 #include "reply.h"
+#include "util.h"
 
 /* Free space offered to each read(2). */
 #define CONN_READ_MIN 16384
@@ -21,6 +25,11 @@
 #define CONN_BUF_KEEP 65536
 /* Release points kept per connection; later ones are merged. */
 #define CONN_RELEASES 8
+/* TLS refusals and failures logged per second per worker; the rest are
+ * counted and reported with the next line. */
+#define CONN_TLS_LOG_PER_S 10
+/* Bytes looked at before a handshake: a binary header, for its opaque. */
+#define CONN_SNIFF 24
 
 /* Output up to `end` may be sent once `lsn` is durable. */
 struct release {
@@ -39,7 +48,10 @@ struct conn {
     struct proto_parser parser;
     enum proto_kind wire; /* text (and meta) or binary, from byte one */
     bool wire_known;
+    bool peer_closed;   /* the client shut its side: answer, then close */
+    bool yielded;       /* the last pass stopped to let others run */
     struct process_session session;
+    struct conntab_slot *slot; /* in the host's conntab, or NULL */
     size_t cursor; /* progress through a multi-key get */
     unsigned io_waits;  /* storage reads the next request waits for */
     bool io_ready;      /* ... done: run it without asking again */
@@ -55,9 +67,17 @@ struct conn {
     struct conn *dead_next;
     struct conn *prev;
     struct conn *next;
+    struct tls_session *tls;  /* NULL: plaintext, or no hello yet */
+    bool tls_port;            /* accepted on the TLS port */
+    bool read_wants_write;    /* a TLS read waits to send first */
+    uint64_t hs_deadline_ms;  /* HANDSHAKE: when it gives up */
+    uint8_t peer_family;      /* TLS port: the peer's address, for log */
+    uint16_t peer_port;       /* lines after it may have gone (AF_INET: */
+    uint8_t peer_addr[16];    /* the first 4 bytes) */
 };
 
 const char *const conn_state_names[CONN_STATE_COUNT] = {
+    [CONN_HANDSHAKE] = "handshake",
     [CONN_READING] = "reading",
     [CONN_DRAINING] = "draining",
     [CONN_CLOSING] = "closing",
@@ -72,14 +92,17 @@ conn_host_init(struct conn_host *h)
     memset(h, 0, sizeof(*h));
 }
 
-/* Registers interest in `flags` (EV_READ, EV_WRITE or 0). */
+/*
+ * Registers interest in `flags` (EV_READ, EV_WRITE, both or 0), with the
+ * idle timeout, or in a handshake what is left until its deadline.
+ */
 static void
 _set_events(struct conn *c, short flags)
 {
     if (c->io_waits > 0) {
         flags &= (short)~EV_READ; /* nothing is read while a request waits */
     }
-    if (flags == c->ev_flags) {
+    if (flags == c->ev_flags && c->state != CONN_HANDSHAKE) {
         return;
     }
     if (c->ev_flags != 0) {
@@ -91,6 +114,14 @@ _set_events(struct conn *c, short flags)
     }
     event_assign(&c->ev, c->h->base, c->fd, (short)(flags | EV_PERSIST),
                  _on_event, c);
+    if (c->state == CONN_HANDSHAKE) {
+        uint64_t now = util_mono_ms();
+        uint64_t left = c->hs_deadline_ms > now ? c->hs_deadline_ms - now : 0;
+        struct timeval tv = {(time_t)(left / 1000),
+                             (suseconds_t)(left % 1000) * 1000};
+        event_add(&c->ev, &tv);
+        return;
+    }
     event_add(&c->ev, c->h->idle_tv);
 }
 
@@ -99,6 +130,8 @@ _set_state(struct conn *c, enum conn_state next)
 {
     /* Allowed moves, per the diagram in conn.h. */
     static const unsigned allowed[CONN_STATE_COUNT] = {
+        [CONN_HANDSHAKE] = 1u << CONN_READING | 1u << CONN_CLOSING |
+                           1u << CONN_CLOSED,
         [CONN_READING] = 1u << CONN_DRAINING | 1u << CONN_CLOSING |
                          1u << CONN_CLOSED,
         [CONN_DRAINING] = 1u << CONN_READING | 1u << CONN_CLOSED,
@@ -152,7 +185,14 @@ _free(struct conn *c)
     if (c->ev_flags != 0) {
         event_del(&c->ev);
     }
+    if (c->tls != NULL) {
+        /* Only when this side ends it: not after the peer's close or a
+         * failure (tls.h). */
+        tls_session_close_notify(c->tls);
+        tls_session_free(c->tls);
+    }
     if (c->fd >= 0) {
+        conntab_remove(h->conntab, c->fd);
         close(c->fd);
     }
     buf_deinit(&c->in);
@@ -167,6 +207,21 @@ static ssize_t
 _send(struct conn *c, size_t len, int flags)
 {
     struct conn_host *h = c->h;
+    if (c->tls != NULL) {
+        size_t put = 0;
+        switch (tls_session_write(c->tls, buf_head(&c->out), len, &put)) {
+        case TLS_OK:
+            return (ssize_t)put;
+        case TLS_WANT_WRITE:
+            errno = EAGAIN;
+            return -1;
+        default:
+            /* Closed, failed, or a read wanted: renegotiation is refused
+             * (tls.h), so nothing legitimate asks for one here. */
+            errno = EPIPE;
+            return -1;
+        }
+    }
     if (h->send != NULL) {
         return h->send(h->send_arg, c->fd, buf_head(&c->out), len);
     }
@@ -183,18 +238,245 @@ _queue_send(struct conn *c)
     }
 }
 
+/* ----------------------------------------------------------------- TLS */
+
+/* Keeps the peer's address: a failed handshake is often a peer gone. */
+static void
+_keep_peer(struct conn *c)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    if (getpeername(c->fd, (struct sockaddr *)&ss, &len) != 0) {
+        return;
+    }
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+        memcpy(c->peer_addr, &a->sin_addr, 4);
+        c->peer_port = ntohs(a->sin_port);
+        c->peer_family = AF_INET;
+    } else if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+        memcpy(c->peer_addr, &a->sin6_addr, 16);
+        c->peer_port = ntohs(a->sin6_port);
+        c->peer_family = AF_INET6;
+    }
+}
+
+/* The peer's address, for log lines. */
+static void
+_peer(struct conn *c, char *out, size_t cap)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+
+    if (c->peer_family == 0) {
+        _keep_peer(c);
+    }
+    if (c->peer_family != 0) {
+        inet_ntop(c->peer_family, c->peer_addr, host, sizeof(host));
+    }
+    snprintf(out, cap, "%s:%d", host, c->peer_port);
+}
+
+/*
+ * Logs a TLS refusal or failure: `what` is formatted with the peer's
+ * address and `detail`. At most CONN_TLS_LOG_PER_S lines a second per
+ * worker; the lines dropped are counted in the next one written.
+ */
+static void
+_tls_log(struct conn *c, const char *what, const char *detail)
+{
+    struct conn_host *h = c->h;
+    char peer[INET6_ADDRSTRLEN + 8];
+
+    if (h->log == NULL || !log_enabled(h->log, LOG_WARN)) {
+        return;
+    }
+    uint64_t now = util_mono_ms() / 1000;
+    if (now != h->tls_log_second) {
+        h->tls_log_second = now;
+        h->tls_log_lines = 0;
+    }
+    if (h->tls_log_lines >= CONN_TLS_LOG_PER_S) {
+        h->tls_log_dropped++;
+        return;
+    }
+    h->tls_log_lines++;
+    _peer(c, peer, sizeof(peer));
+    if (h->tls_log_dropped > 0) {
+        log_warn(h->log, "tls: %s: %s%s (and %llu more not logged)", peer,
+                 what, detail, (unsigned long long)h->tls_log_dropped);
+        h->tls_log_dropped = 0;
+    } else {
+        log_warn(h->log, "tls: %s: %s%s", peer, what, detail);
+    }
+}
+
+/* A TLS client on the plaintext port: an alert it understands, a close. */
+static void
+_refuse_tls(struct conn *c)
+{
+    buf_reset(&c->in);
+    if (!buf_append(&c->out, tls_plain_alert, TLS_PLAIN_ALERT_LEN,
+                    SIZE_MAX)) {
+        _close(c);
+        return;
+    }
+    _tls_log(c, "a TLS client on the plaintext port; refused",
+             c->h->tls != NULL ? " (TLS is served on -tlsport)"
+                               : " (this server has no -tlsport)");
+    _set_state(c, CONN_CLOSING);
+    _set_events(c, 0);
+}
+
+/* A plaintext client of kind `kind` on the TLS port, having sent `p`. */
+static void
+_refuse_plaintext(struct conn *c, enum tls_sniff kind, const uint8_t *p,
+                  size_t n)
+{
+    static const char *const names[] = {
+        [TLS_SNIFF_TEXT] = "text", [TLS_SNIFF_BINARY] = "binary",
+        [TLS_SNIFF_HTTP] = "HTTP",
+    };
+    char msg[TLS_REFUSAL_MAX];
+    char what[96];
+    char junk[4096];
+
+    size_t len = tls_refusal(kind, p, n, msg);
+    tls_ctx_count(c->h->tls, TLS_EVENT_PLAINTEXT);
+    snprintf(what, sizeof(what), "a plaintext %s client on the TLS port; "
+             "refused", names[kind]);
+    _tls_log(c, what, "");
+    /* Taken off the socket, so the close is a FIN after the refusal
+     * rather than a reset that could discard it. */
+    ssize_t r = recv(c->fd, junk, sizeof(junk), MSG_DONTWAIT);
+    (void)r;
+    if (!buf_append(&c->out, msg, len, SIZE_MAX)) {
+        _close(c);
+        return;
+    }
+    _set_state(c, CONN_CLOSING);
+    _set_events(c, 0);
+    _queue_send(c);
+}
+
+/* Reads like read(2), through the TLS session when there is one. */
+static ssize_t
+_recv(struct conn *c, void *p, size_t len)
+{
+    if (c->tls == NULL) {
+        return read(c->fd, p, len);
+    }
+    size_t got = 0;
+    switch (tls_session_read(c->tls, p, len, &got)) {
+    case TLS_OK:
+        return (ssize_t)got;
+    case TLS_WANT_WRITE:
+        c->read_wants_write = true;
+        errno = EAGAIN;
+        return -1;
+    case TLS_WANT_READ:
+        errno = EAGAIN;
+        return -1;
+    case TLS_CLOSED:
+        return 0;
+    default: {
+        char why[256];
+        if (tls_session_error(c->tls, why, sizeof(why))) {
+            _tls_log(c, "closed on a TLS error: ", why);
+        }
+        errno = EIO;
+        return -1;
+    }
+    }
+}
+
+/*
+ * HANDSHAKE: looks at the first bytes (a plaintext client is refused),
+ * then advances the handshake; gives up at the deadline.
+ */
+static void
+_handshake(struct conn *c, short what)
+{
+    struct conn_host *h = c->h;
+    char why[256];
+
+    if ((what & EV_TIMEOUT) || util_mono_ms() >= c->hs_deadline_ms) {
+        tls_ctx_count(h->tls, TLS_EVENT_TIMEOUT);
+        snprintf(why, sizeof(why), " within %d ms; closed",
+                 h->tls_timeout_ms);
+        _tls_log(c, "no TLS handshake", why);
+        _close(c);
+        return;
+    }
+    if (c->tls == NULL) {
+        uint8_t first[CONN_SNIFF];
+        ssize_t n = recv(c->fd, first, sizeof(first), MSG_PEEK);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+                      errno == EINTR)) {
+            _set_events(c, EV_READ);
+            return;
+        }
+        if (n <= 0) {
+            _close(c); /* gone before saying anything */
+            return;
+        }
+        enum tls_sniff kind = tls_sniff(first, (size_t)n);
+        if (kind != TLS_SNIFF_TLS) {
+            _refuse_plaintext(c, kind, first, (size_t)n);
+            return;
+        }
+        c->tls = tls_session_accept(h->tls, c->fd);
+        if (c->tls == NULL) {
+            _close(c);
+            return;
+        }
+    }
+    switch (tls_session_handshake(c->tls)) {
+    case TLS_OK:
+        _set_state(c, CONN_READING);
+        _set_events(c, 0); /* the idle timeout from here on */
+        _set_events(c, EV_READ);
+        if (tls_session_pending(c->tls)) {
+            /* The first request came with the client's last flight. */
+            event_active(&c->ev, EV_READ, 0);
+        }
+        return;
+    case TLS_WANT_READ:
+        _set_events(c, EV_READ);
+        return;
+    case TLS_WANT_WRITE:
+        _set_events(c, EV_WRITE);
+        return;
+    case TLS_CLOSED:
+        _close(c); /* hung up during the handshake */
+        return;
+    default:
+        tls_session_error(c->tls, why, sizeof(why));
+        _tls_log(c, "TLS handshake failed: ", why);
+        _close(c);
+        return;
+    }
+}
+
 struct conn *
-conn_create(struct conn_host *h, int fd)
+conn_create(struct conn_host *h, int fd, bool tls)
 {
     struct conn *c = calloc(1, sizeof(*c));
 
-    if (c == NULL) {
+    if (c == NULL || (tls && h->tls == NULL)) {
+        free(c);
         close(fd);
         return NULL;
     }
     c->fd = fd;
     c->h = h;
-    c->state = CONN_READING;
+    c->state = tls ? CONN_HANDSHAKE : CONN_READING;
+    c->tls_port = tls;
+    c->hs_deadline_ms = util_mono_ms() + (uint64_t)h->tls_timeout_ms;
+    if (tls) {
+        _keep_peer(c);
+    }
     buf_init(&c->in);
     buf_init(&c->out);
     proto_parser_init(&c->parser, &h->limits);
@@ -204,6 +486,7 @@ conn_create(struct conn_host *h, int fd)
     }
     h->all = c;
     h->nconns++;
+    c->slot = conntab_add(h->conntab, fd, false, conntab_now());
     _set_events(c, EV_READ);
     return c;
 }
@@ -222,13 +505,40 @@ _handoff(struct conn *c, const struct proto_request *req)
     struct conn_host *h = c->h;
     int fd = c->fd;
 
+    struct tls_session *tls = c->tls;
     _set_events(c, 0);
+    conntab_remove(h->conntab, fd);
+    c->slot = NULL;
     c->fd = -1;
-    if (h->handoff == NULL || h->handoff(h->handoff_arg, fd, req) != 0) {
+    c->tls = NULL;
+    if (h->handoff == NULL) {
+        tls_session_free(tls);
+        close(fd);
+    } else if (h->handoff(h->handoff_arg, fd, tls, req) != 0) {
         close(fd);
     }
     buf_reset(&c->out);
     _close(c);
+}
+
+/* What `stats conns` shows the connection doing, between passes. */
+static void
+_note_state(struct conn *c)
+{
+    enum conntab_state st = CONNTAB_WAITING;
+    if (c->slot == NULL) {
+        return;
+    }
+    if (c->state == CONN_CLOSING) {
+        st = CONNTAB_CLOSING;
+    } else if (c->state == CONN_DRAINING) {
+        st = CONNTAB_MWRITE;
+    } else if (c->parser.need > buf_len(&c->in) || c->parser.swallow > 0) {
+        st = CONNTAB_NREAD;
+    } else if (buf_len(&c->in) > 0) {
+        st = CONNTAB_READ;
+    }
+    conntab_note(c->slot, st, 0);
 }
 
 /* Runs buffered requests until input runs out or the client must wait. */
@@ -243,6 +553,10 @@ _process(struct conn *c)
         return; /* conn_io_done() resumes it */
     }
     txn_batch_set_owner(h->pctx->batch, c);
+    c->yielded = false;
+    if (c->slot != NULL && buf_len(&c->in) > 0) {
+        conntab_note(c->slot, CONNTAB_PARSE, conntab_now());
+    }
     while (c->state == CONN_READING) {
         if (buf_len(&c->out) > h->watermark) {
             _set_state(c, CONN_DRAINING);
@@ -251,6 +565,7 @@ _process(struct conn *c)
         }
         if (handled++ == CONN_REQS_PER_EVENT) {
             stats_incr(h->stats, STATS_CONN_YIELDS);
+            c->yielded = true;
             event_active(&c->ev, EV_READ, 0);
             break;
         }
@@ -263,6 +578,10 @@ _process(struct conn *c)
             }
             c->wire_known = true;
             unsigned char first = (unsigned char)*buf_head(&c->in);
+            if (!c->tls_port && tls_is_handshake_byte(first)) {
+                _refuse_tls(c);
+                break;
+            }
             if (proto_detect(&c->parser, first, &c->wire) != PROTO_OK) {
                 memset(&req, 0, sizeof(req));
                 (void)process_error(h->pctx, &c->session, &c->parser,
@@ -344,6 +663,14 @@ _process(struct conn *c)
             return;
         }
     }
+    if (c->peer_closed && c->state == CONN_READING && !c->yielded) {
+        /* Every whole request the client sent is answered; what is left
+         * is a partial request that can never complete. As memcached
+         * does, the replies go out before the server closes. */
+        _set_state(c, CONN_CLOSING);
+        _set_events(c, 0);
+    }
+    _note_state(c);
     buf_shrink(&c->in, CONN_BUF_KEEP);
     if (txn_staged_total(h->pctx->batch) != staged) {
         c->wrote = true;
@@ -368,9 +695,11 @@ _read(struct conn *c)
         _close(c);
         return;
     }
-    ssize_t n = read(c->fd, buf_tail(&c->in), buf_room(&c->in));
+    ssize_t n = _recv(c, buf_tail(&c->in), buf_room(&c->in));
     if (n == 0) {
-        _close(c); /* EOF: a partial request is simply dropped */
+        /* End of input: the requests already read still get answers. */
+        c->peer_closed = true;
+        _process(c);
         return;
     }
     if (n < 0) {
@@ -384,6 +713,18 @@ _read(struct conn *c)
         stats_add(c->h->stats, STATS_BYTES_READ, (uint64_t)n);
     }
     _process(c);
+    if (c->tls == NULL || c->state != CONN_READING) {
+        return;
+    }
+    if (c->read_wants_write) {
+        _set_events(c, EV_READ | EV_WRITE);
+    } else if (n > 0 && tls_session_pending(c->tls)) {
+        /* Read from the socket already: it will not say so again. Only
+         * after a read that gave bytes: what is left after one that gave
+         * none is the start of a record whose rest the socket will
+         * announce, and asking again at once would spin. */
+        event_active(&c->ev, EV_READ, 0);
+    }
 }
 
 /*
@@ -478,10 +819,23 @@ _on_event(evutil_socket_t fd, short what, void *arg)
     struct conn *c = arg;
 
     (void)fd;
+    if (c->state == CONN_HANDSHAKE) {
+        _handshake(c, what);
+        return;
+    }
     if (what & EV_TIMEOUT) {
         stats_incr(c->h->stats, STATS_IDLE_KICKS);
         _close(c);
         return;
+    }
+    if ((what & EV_WRITE) && c->read_wants_write) {
+        /* The socket drained: the TLS read can send what it owed. */
+        c->read_wants_write = false;
+        if (c->state == CONN_READING) {
+            _set_events(c, EV_READ);
+            _read(c);
+            return;
+        }
     }
     if (what & EV_WRITE) {
         _settle(c, false);

@@ -11,9 +11,23 @@
  *
  * States (conn_state_names[] has their names for logs):
  *
+ *   HANDSHAKE --TLS established--> READING
+ *   HANDSHAKE --a plaintext client (refusal queued)--> CLOSING
  *   READING --output above watermark--> DRAINING --output sent--> READING
  *   READING --quit / fatal parse error--> CLOSING --output sent--> CLOSED
  *   any --EOF, error, idle timeout, aborted commit--> CLOSED
+ *   HANDSHAKE --handshake failed or not done in time--> CLOSED
+ *
+ * A connection from the TLS port (-tlsport) starts in HANDSHAKE: its first
+ * byte says whether it is a TLS client at all (tls_sniff(): a plaintext
+ * client gets a refusal in its own protocol and a log line), then the
+ * handshake advances on each readiness event (tls.h: never blocking) until
+ * it completes, fails, or its deadline passes: a deadline from the accept,
+ * not renewed by activity, so a client trickling its hello a byte at a
+ * time is closed at it. After it, every byte read or written passes
+ * through the session and everything else is as for plaintext. A TLS
+ * client that reaches the plaintext port is sent a handshake_failure
+ * alert and closed, with a log line.
  *
  * While READING, a request whose storage reads were started ahead
  * (conn_host.io_start) waits for them without a state of its own: the
@@ -41,10 +55,14 @@
 #include <sys/types.h>
 
 #include "buf.h"
+#include "conntab.h"
+#include "log.h"
 #include "process.h"
 #include "proto.h"
+#include "tls.h"
 
 enum conn_state {
+    CONN_HANDSHAKE,
     CONN_READING,
     CONN_DRAINING,
     CONN_CLOSING,
@@ -76,11 +94,13 @@ struct conn_host {
     bool (*log_failed)(void *arg); /* durability will never come */
     void *sync_arg;
     /*
-     * Takes over the socket of a replication peer that sent REPL (the
+     * Takes over the socket of a replication peer that sent REPL, with its
+     * TLS session (NULL in plaintext), which it owns from then on (the
      * request points into the connection's buffer; copy what is needed).
      * Returns 0 if it took the descriptor; otherwise it is closed here.
      */
-    int (*handoff)(void *arg, int fd, const struct proto_request *req);
+    int (*handoff)(void *arg, int fd, struct tls_session *tls,
+                   const struct proto_request *req);
     void *handoff_arg;
     /*
      * Sends to a connection's descriptor like send(2) without SIGPIPE:
@@ -102,6 +122,14 @@ struct conn_host {
                          const struct proto_request *req);
     void (*io_forget)(void *arg, struct conn *c);
     void *io_arg;
+    struct conntab *conntab; /* stats conns; NULL: not listed */
+    struct tls_ctx *tls;        /* the TLS port's context, or NULL */
+    int tls_timeout_ms;         /* a handshake's deadline from the accept */
+    struct logger *log;         /* refusals and failed handshakes (rate-
+                                   limited); NULL: not logged */
+    uint64_t tls_log_second;    /* the rate limit's current second */
+    unsigned tls_log_lines;     /* ... lines written in it */
+    uint64_t tls_log_dropped;   /* ... and dropped since the last line */
 };
 
 /* Initialises an empty host. */
@@ -109,10 +137,11 @@ void conn_host_init(struct conn_host *h);
 
 /*
  * Takes ownership of the connected, non-blocking socket `fd` and starts
- * reading from it. Returns the connection, or NULL (and closes `fd`) when
- * out of memory.
+ * reading from it; with `tls` (a connection from the TLS port; h->tls must
+ * be set) it first completes a TLS handshake. Returns the connection, or
+ * NULL (and closes `fd`) when out of memory.
  */
-struct conn *conn_create(struct conn_host *h, int fd);
+struct conn *conn_create(struct conn_host *h, int fd, bool tls);
 
 /* One of the reads io_start() reported is done (see struct conn_host). */
 void conn_io_done(struct conn *c);

@@ -11,26 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "lockfile.h"
 #include "util.h"
-
-static pid_t
-_read_pid(int fd)
-{
-    char text[32];
-    ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
-    if (n <= 0) {
-        return 0;
-    }
-    text[n] = '\0';
-    long pid = strtol(text, NULL, 10);
-    return pid > 0 ? (pid_t)pid : 0;
-}
 
 enum daemon_status
 pidfile_acquire(struct pidfile *pf, const char *path, pid_t *holder, char *err,
@@ -38,24 +25,19 @@ pidfile_acquire(struct pidfile *pf, const char *path, pid_t *holder, char *err,
 {
     pf->fd = -1;
     util_strlcpy(pf->path, path, sizeof(pf->path));
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    long pid;
+    int fd = lockfile_open(path, &pid);
     if (fd < 0) {
-        snprintf(err, errlen, "cannot open pid file %s: %s", path,
-                 strerror(errno));
-        return DAEMON_ERROR;
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int saved = errno;
-        *holder = _read_pid(fd);
-        close(fd);
+        *holder = (pid_t)pid;
         if (saved == EWOULDBLOCK) {
             snprintf(err, errlen,
                      "kurad is already running with pid %ld (pid file %s); "
                      "stop it first, or start with -kl to replace it",
-                     (long)*holder, path);
+                     pid, path);
             return DAEMON_RUNNING;
         }
-        snprintf(err, errlen, "cannot lock pid file %s: %s", path,
+        snprintf(err, errlen, "cannot open pid file %s: %s", path,
                  strerror(saved));
         return DAEMON_ERROR;
     }
@@ -66,14 +48,7 @@ pidfile_acquire(struct pidfile *pf, const char *path, pid_t *holder, char *err,
 int
 pidfile_write(struct pidfile *pf)
 {
-    char text[32];
-    int n = snprintf(text, sizeof(text), "%ld\n", (long)getpid());
-
-    if (ftruncate(pf->fd, 0) != 0 ||
-        pwrite(pf->fd, text, (size_t)n, 0) != n) {
-        return -1;
-    }
-    return 0;
+    return lockfile_name_holder(pf->fd);
 }
 
 void
@@ -100,13 +75,9 @@ _sleep_ms(unsigned ms)
 static bool
 _locked(const char *path, pid_t *holder)
 {
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-        return false;
-    }
-    bool locked = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-    *holder = _read_pid(fd);
-    close(fd);
+    long pid;
+    bool locked = lockfile_held(path, &pid) == 1;
+    *holder = (pid_t)pid;
     return locked;
 }
 

@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "tls.h"
 #include "util.h"
 
 /* memcached's words at its connection limit, before it closes. */
@@ -32,8 +33,10 @@ _on_accept(struct evconnlistener *evl, evutil_socket_t fd,
     if (curr >= l->maxconn) {
         atomic_fetch_sub(l->curr_conns, 1);
         atomic_fetch_add(&l->rejected_conns, 1);
-        ssize_t w = send(fd, too_many, sizeof(too_many) - 1,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t w = l->tls ? send(fd, tls_plain_alert, TLS_PLAIN_ALERT_LEN,
+                                  MSG_NOSIGNAL | MSG_DONTWAIT)
+                           : send(fd, too_many, sizeof(too_many) - 1,
+                                  MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)w;
         close(fd);
         return;
@@ -43,7 +46,7 @@ _on_accept(struct evconnlistener *evl, evutil_socket_t fd,
     }
     struct worker *w = &l->workers[l->next];
     l->next = (l->next + 1) % l->nworkers;
-    if (worker_dispatch(w, fd) != 0) {
+    if (worker_dispatch(w, fd, l->tls) != 0) {
         atomic_fetch_sub(l->curr_conns, 1);
         close(fd);
     }
@@ -157,12 +160,13 @@ _bind_tcp(const char *host, int port, char *err, size_t errlen)
 
 int
 listener_open(struct listener *l, struct event_base *base, const char *host,
-              int port, struct worker *workers, int nworkers,
+              int port, bool tls, struct worker *workers, int nworkers,
               uint32_t maxconn, _Atomic uint64_t *curr_conns,
               struct logger *log, char *err, size_t errlen)
 {
     memset(l, 0, sizeof(*l));
     l->base = base;
+    l->tls = tls;
     l->workers = workers;
     l->nworkers = nworkers;
     l->maxconn = maxconn;

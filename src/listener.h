@@ -9,9 +9,14 @@
  * add latency) and deals connections round-robin to the workers.
  *
  * At the connection limit a new client gets "SERVER_ERROR too many open
- * connections" and is closed; existing clients are unaffected. When the
+ * connections" (on the TLS port, a TLS alert) and is closed; existing
+ * clients are unaffected. When the
  * process runs out of descriptors, accepting pauses for a moment instead
  * of spinning on a listen socket that stays readable.
+ *
+ * The TLS port (-tlsport) is a second listener: its connections reach
+ * the workers marked as TLS, and each worker runs their handshakes in its
+ * own event loop (conn.h).
  *
  * Thread-safety: main thread only; the counters are atomics read by stats.
  */
@@ -32,7 +37,7 @@
  * current kernels), so asking for more costs nothing and lets an operator
  * who raises somaxconn get a deeper accept queue without a rebuild: when
  * thousands of clients connect at once, the queue overflows long before
- * the listener falls behind for good (see etc/tuning.md).
+ * the listener falls behind for good (see etc/tuning-kernel.md).
  */
 #define LISTENER_BACKLOG 65535
 
@@ -50,6 +55,8 @@ struct listener {
     char name[4128];         /* host:port, or the socket's path: how
                                 logs and messages name the address */
     int fd;                  /* bound, not yet started; else -1 */
+    bool tls;                /* the TLS port: connections start with a
+                                handshake */
     _Atomic uint64_t total_conns;
     _Atomic uint64_t rejected_conns;
     _Atomic uint64_t disabled_count;
@@ -61,11 +68,12 @@ struct listener {
 /*
  * Binds `host`:`port` (a unix socket at path `host` when `port` is 0) for
  * accepting on `base` once started; connections are refused until then.
- * Returns 0, or -1 with a reason in `err`; listener_close() frees either
- * way.
+ * With `tls`, it is the TLS port. Returns 0, or -1 with a reason in `err`;
+ * listener_close() frees either way.
  */
 int listener_open(struct listener *l, struct event_base *base,
-                  const char *host, int port, struct worker *workers,
+                  const char *host, int port, bool tls,
+                  struct worker *workers,
                   int nworkers, uint32_t maxconn,
                   _Atomic uint64_t *curr_conns, struct logger *log,
                   char *err, size_t errlen);

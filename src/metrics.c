@@ -281,6 +281,32 @@ static const struct _entry entries[] = {
      "99th percentile of the same delay.", NULL},
     {"kura_repl_master_delay_max_us", "kura_repl_master_delay_max_seconds",
      METRICS_GAUGE, MICRO, "Largest such delay.", NULL},
+    {"kura_tls_handshakes", "kura_tls_handshakes_total", METRICS_COUNTER,
+     AS_IS, "TLS handshakes completed on -tlsport.", NULL},
+    {"kura_tls_resumed", "kura_tls_resumed_total", METRICS_COUNTER, AS_IS,
+     "Of those, handshakes that resumed a session (a ticket).", NULL},
+    {"kura_tls_handshake_failures", "kura_tls_handshake_failures_total",
+     METRICS_COUNTER, AS_IS, "TLS handshakes that failed (a certificate "
+     "refused, a protocol error).", NULL},
+    {"kura_tls_handshake_timeouts", "kura_tls_handshake_timeouts_total",
+     METRICS_COUNTER, AS_IS, "Clients closed for not completing a handshake "
+     "within -tlstout.", NULL},
+    {"kura_tls_plaintext_refused", "kura_tls_plaintext_refused_total",
+     METRICS_COUNTER, AS_IS, "Plaintext clients refused on -tlsport.", NULL},
+    {"kura_tls_ktls_tx", "kura_tls_ktls_tx_total", METRICS_COUNTER, AS_IS,
+     "Handshakes after which the kernel seals the records (kTLS).", NULL},
+    {"kura_tls_reloads", "kura_tls_reloads_total", METRICS_COUNTER, AS_IS,
+     "Certificate reloads (SIGHUP) that took.", NULL},
+    {"kura_tls_reload_failures", "kura_tls_reload_failures_total",
+     METRICS_COUNTER, AS_IS, "Certificate reloads refused; the previous "
+     "material stayed in use.", NULL},
+    {"kura_tls_cert_not_after", "kura_tls_cert_expiry_timestamp_seconds",
+     METRICS_GAUGE, AS_IS, "Expiry of -tlsport's certificate (unix time), "
+     "0 without one.", NULL},
+    {"kura_tls_link_cert_not_after",
+     "kura_tls_link_cert_expiry_timestamp_seconds",
+     METRICS_GAUGE, AS_IS, "Expiry of the certificate -mtls presents (unix "
+     "time), 0 without one.", NULL},
     {"kura_repl_peers", "kura_repl_peers", METRICS_GAUGE, AS_IS,
      "Peers pulling this server's log.", NULL},
     {PEER_TEMPLATE "connected", "kura_repl_peer_connected", METRICS_GAUGE,

@@ -28,6 +28,8 @@
 #include "access.h"
 #include "auth.h"
 #include "buf.h"
+#include "conntab.h"
+#include "detail.h"
 #include "proto.h"
 #include "reply.h"
 #include "settings.h"
@@ -49,6 +51,8 @@ struct process_env {
     void *arg;
     const struct auth *auth;     /* -auth; disabled when not given */
     struct access_table *access; /* recent reads, meta h and l */
+    struct detail *detail;       /* stats detail; NULL: not kept */
+    struct conntab *conntab;     /* stats conns; NULL: not kept */
 };
 
 /* One connection's state across its requests. */

@@ -14,7 +14,7 @@
  * With -auth, every request but /-/health needs HTTP Basic credentials
  * from the same password file.
  */
-#include "process_internal.h"
+#include "process_members.h"
 
 #include <inttypes.h>
 #include <stdio.h>

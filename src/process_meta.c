@@ -11,17 +11,9 @@
  * Whether an item was fetched and when it was last read (h, l) are kept
  * in memory only (access.h), as memcached keeps them.
  */
-#include "process_internal.h"
+#include "process_members.h"
 
 #include <string.h>
-
-/* ms mode letters, in upper case; 0 is set. */
-static char
-_mode(const struct proto_request *req)
-{
-    char m = req->meta.mode;
-    return m >= 'a' && m <= 'z' ? (char)(m - 'a' + 'A') : m;
-}
 
 static uint32_t
 _exptime(int64_t ttl, const struct now *n)
@@ -48,6 +40,49 @@ _restamp(struct process_ctx *ctx, const struct txn_current *cur)
     return m;
 }
 
+/*
+ * mg and ma apply their ttl flags while they write the reply, in the
+ * client's order, as memcached does: T sets the item's expiry, N that of
+ * an item the command `created` (and wins it, W), R (mg only) wins the
+ * recache if the item has an expiry below R's as it stands at R, and t
+ * reports the time left as it stands where t is. Applies them to `m`,
+ * sets `*won` if N or R won, and returns what t reports.
+ */
+static int64_t
+_ttl_flags(const struct proto_request *req, bool created, bool token,
+           const struct now *n, struct record_meta *m, bool *won)
+{
+    const struct proto_meta *f = &req->meta;
+    int64_t shown = process_ttl(m, n);
+
+    for (size_t i = 0; i < f->norder; i++) {
+        switch (f->order[i]) {
+        case 'T':
+            m->exptime = _exptime(f->ttl_value, n);
+            break;
+        case 'N':
+            if (created) {
+                m->exptime = _exptime(f->vivify_ttl, n);
+                *won = true;
+            }
+            break;
+        case 'R':
+            if (req->cmd == PROTO_CMD_MG && !token && !created &&
+                m->exptime != 0 &&
+                m->exptime < _exptime(f->recache_ttl, n)) {
+                *won = true;
+            }
+            break;
+        case 't':
+            shown = process_ttl(m, n);
+            break;
+        default:
+            break;
+        }
+    }
+    return shown;
+}
+
 /* mg on a miss: EN, or with N a new empty item this client must fill. */
 static enum process_result
 _mg_miss(struct process_ctx *ctx, const struct proto_request *req,
@@ -63,8 +98,12 @@ _mg_miss(struct process_ctx *ctx, const struct proto_request *req,
         return process_result_of(reply_miss(out, req, &it));
     }
     struct record_meta m;
-    process_new_meta(ctx, &m, 0, _exptime(req->meta.vivify_ttl, n));
-    m.token = true;
+    bool won = false;
+    process_new_meta(ctx, &m, 0, 0);
+    it.ttl = _ttl_flags(req, true, false, n, &m, &won);
+    m.token = true; /* N always wins a creation */
+    /* memcached leaves the key of an item it creates unmarked, and then
+     * echoes it raw; kura keeps the b (doc/protocol.md). */
     m.binkey = req->meta.base64;
     enum txn_status st = txn_stage_record(ctx->batch, req->key, req->nkey,
                                           &m, NULL, 0, NULL, 0);
@@ -74,7 +113,6 @@ _mg_miss(struct process_ctx *ctx, const struct proto_request *req,
     process_note_write(ctx, req->key, req->nkey, n);
     it.value = "";
     it.cas = m.cas;
-    it.ttl = process_ttl(&m, n);
     it.win = 'W';
     return process_result_of(reply_hit(out, req, &it));
 }
@@ -121,11 +159,10 @@ again:;
     process_item(&it, req->key, req->nkey, &cur, &n);
     /* Who recaches: the first to see the item stale or about to
      * expire wins (W); the rest are told someone has (Z). */
+    struct record_meta m = cur.meta;
     bool won = false;
-    if (!cur.meta.token) {
-        won = cur.meta.stale ||
-              (f->recache && it.ttl >= 0 && it.ttl < f->recache_ttl);
-    }
+    it.ttl = _ttl_flags(req, false, cur.meta.token, &n, &m, &won);
+    won = won || (cur.meta.stale && !cur.meta.token);
     it.win = won ? 'W' : cur.meta.token ? 'Z' : 0;
     if ((won || f->ttl) && !locked) {
         txn_current_release(&cur);
@@ -133,15 +170,10 @@ again:;
         goto again; /* a change: read again under the key's lock */
     }
     if (won || f->ttl) {
-        struct record_meta m = _restamp(ctx, &cur);
-        m.token = m.token || won;
-        if (f->ttl) {
-            m.exptime = _exptime(f->ttl_value, &n);
-            if (!f->ttl_before_update) {
-                it.ttl = process_ttl(&m, &n);
-            }
-        }
-        st = txn_stage_record(ctx->batch, req->key, req->nkey, &m, cur.value,
+        struct record_meta w = _restamp(ctx, &cur);
+        w.token = w.token || won;
+        w.exptime = m.exptime;
+        st = txn_stage_record(ctx->batch, req->key, req->nkey, &w, cur.value,
                               cur.vlen, NULL, 0);
         if (st != TXN_OK) {
             txn_current_release(&cur);
@@ -158,21 +190,83 @@ again:;
     return process_result_of(ok);
 }
 
+/* How ms stores, from its mode and C, as memcached maps them. */
+enum ms_how {
+    MS_SET,     /* no mode, or S */
+    MS_ADD,     /* E; a C is ignored */
+    MS_APPEND,  /* A */
+    MS_PREPEND, /* P */
+    MS_REPLACE, /* R */
+    MS_CAS,     /* S or R with C */
+};
+
+static enum ms_how
+_ms_how(const struct proto_meta *f)
+{
+    switch (f->mode) {
+    case 'E':
+        return MS_ADD;
+    case 'A':
+        return MS_APPEND;
+    case 'P':
+        return MS_PREPEND;
+    case 'R':
+        return f->compare_cas ? MS_CAS : MS_REPLACE;
+    default:
+        return f->compare_cas ? MS_CAS : MS_SET;
+    }
+}
+
 /*
- * ms: set by default, or add (E), append (A), prepend (P), replace (R).
- * C compares the cas; with I, a cas older than the item's still stores,
- * but marks the value stale and keeps any recache token.
+ * The outcome of an ms before any write: REPLY_STORED or the refusal;
+ * `*stale` when an I store goes ahead with a cas older than the item's.
+ * A C of 0 compares nothing: a cas store then fails (EX, or NF on a
+ * miss), an append or prepend goes ahead.
+ */
+static enum reply_code
+_ms_decide(struct process_ctx *ctx, const struct proto_meta *f,
+           enum ms_how how, bool present, uint64_t cas, bool *stale)
+{
+    *stale = false;
+    switch (how) {
+    case MS_ADD:
+        return present ? REPLY_NOT_STORED : REPLY_STORED;
+    case MS_REPLACE:
+        return present ? REPLY_STORED : REPLY_NOT_STORED;
+    case MS_APPEND:
+    case MS_PREPEND:
+        if (!present) {
+            return REPLY_NOT_STORED;
+        }
+        return f->compare_cas && f->compare_value != 0 &&
+                       f->compare_value != cas
+                   ? REPLY_EXISTS
+                   : REPLY_STORED;
+    case MS_CAS:
+        return process_cas_rule(ctx, present, cas, f->compare_value,
+                                f->invalidate, stale);
+    default:
+        return REPLY_STORED;
+    }
+}
+
+/*
+ * ms: set by default, or add (E), append (A), prepend (P), replace (R);
+ * C makes a set or replace a cas store. With I, a cas older than the
+ * item's still stores, but marks the value stale and keeps the item's
+ * ttl and any recache token.
  */
 static enum process_result
 _ms(struct process_ctx *ctx, const struct proto_request *req,
     struct buf *out)
 {
     const struct proto_meta *f = &req->meta;
-    char mode = _mode(req);
-    bool append = mode == 'A' || mode == 'P';
+    enum ms_how how = _ms_how(f);
+    bool append = how == MS_APPEND || how == MS_PREPEND;
     struct txn_current cur;
     struct record_meta m;
     struct now n;
+    bool stale;
 
     stats_incr(ctx->stats, STATS_CMD_SET);
     process_now(ctx, &n);
@@ -181,50 +275,19 @@ _ms(struct process_ctx *ctx, const struct proto_request *req,
         return process_txn_error(ctx, req, out, st);
     }
     bool present = process_visibility(&cur, &n) == VISIBLE;
-    bool stale = false;
-    enum reply_code code = REPLY_STORED;
-    if ((mode == 'E' && present) || ((mode == 'R' || append) && !present)) {
-        code = REPLY_NOT_STORED;
-    } else if (f->compare_cas && mode != 'E') {
-        if (!present) {
-            stats_incr(ctx->stats, STATS_CAS_MISSES);
-            code = REPLY_NOT_FOUND;
-        } else if (cur.meta.cas == f->compare_value) {
-            stats_incr(ctx->stats, STATS_CAS_HITS);
-        } else if (f->invalidate && f->compare_value < cur.meta.cas) {
-            stats_incr(ctx->stats, STATS_CAS_HITS);
-            stale = true;
-        } else {
-            stats_incr(ctx->stats, STATS_CAS_BADVAL);
-            code = REPLY_EXISTS;
-        }
-    }
-    const void *v1 = req->value;
-    size_t l1 = req->vlen;
-    const void *v2 = NULL;
-    size_t l2 = 0;
+    enum reply_code code =
+        _ms_decide(ctx, f, how, present, cur.meta.cas, &stale);
+    struct process_value v = {req->value, req->vlen, NULL, 0};
     process_new_meta(ctx, &m, f->client_flags ? f->flags_value : 0,
                      f->ttl ? _exptime(f->ttl_value, &n) : 0);
-    if (code == REPLY_STORED && append) {
-        if (cur.vlen + req->vlen > ctx->env->settings->item_max) {
-            txn_current_release(&cur);
-            stats_incr(ctx->stats, STATS_STORE_TOO_LARGE);
-            return process_result_of(
-                reply_result(out, req, REPLY_TOO_LARGE, NULL));
-        }
-        m.flags = cur.meta.flags;
+    if (stale) {
         m.exptime = cur.meta.exptime;
-        m.ctype = cur.meta.ctype;
-        m.nctype = cur.meta.nctype;
-        if (mode == 'A') {
-            v1 = cur.value;
-            l1 = cur.vlen;
-            v2 = req->value;
-            l2 = req->vlen;
-        } else {
-            v2 = cur.value;
-            l2 = cur.vlen;
-        }
+    }
+    if (code == REPLY_STORED && append &&
+        !process_join(ctx, &cur, how == MS_APPEND, req->value, req->vlen, &m,
+                      &v)) {
+        txn_current_release(&cur);
+        return process_result_of(reply_result(out, req, REPLY_TOO_LARGE, NULL));
     }
     struct reply_item it;
     memset(&it, 0, sizeof(it));
@@ -232,12 +295,14 @@ _ms(struct process_ctx *ctx, const struct proto_request *req,
     it.nkey = req->nkey;
     it.key_binary = f->base64;
     if (code == REPLY_STORED) {
+        /* memcached's append and prepend leave the new item's key
+         * unmarked; kura keeps the b (doc/protocol.md). */
         m.binkey = f->base64;
         m.stale = stale;
         m.token = stale && cur.meta.token;
         _set_cas(req, &m);
-        st = txn_stage_record(ctx->batch, req->key, req->nkey, &m, v1, l1, v2,
-                              l2);
+        st = txn_stage_record(ctx->batch, req->key, req->nkey, &m, v.v1, v.l1,
+                              v.v2, v.l2);
         if (st != TXN_OK) {
             txn_current_release(&cur);
             return process_txn_error(ctx, req, out, st);
@@ -270,7 +335,7 @@ _md(struct process_ctx *ctx, const struct proto_request *req,
         stats_incr(ctx->stats, STATS_DELETE_MISSES);
         code = REPLY_NOT_FOUND;
     } else if (f->compare_cas && cur.meta.cas != f->compare_value) {
-        code = REPLY_EXISTS;
+        code = REPLY_EXISTS; /* C0 too: no item has cas 0 */
     } else if (f->invalidate) {
         struct record_meta m = _restamp(ctx, &cur);
         m.cas = m.ts;
@@ -295,14 +360,40 @@ _md(struct process_ctx *ctx, const struct proto_request *req,
     return process_result_of(reply_result(out, req, code, NULL));
 }
 
+/*
+ * ma on an item: checks it as memcached's incr does (an empty value is
+ * not a number, whatever C says; a C of 0 compares nothing), then sets
+ * `*value` and the new envelope `m`. Returns REPLY_STORED or the refusal.
+ */
+static enum reply_code
+_ma_hit(struct process_ctx *ctx, const struct proto_request *req,
+        const struct txn_current *cur, bool incr, uint64_t *value,
+        struct record_meta *m)
+{
+    const struct proto_meta *f = &req->meta;
+
+    /* a C of 0 compares nothing: the increment goes ahead */
+    bool compare = f->compare_cas && f->compare_value != 0;
+    enum reply_code code = process_counter_hit(
+        ctx, cur, incr, f->delta, compare, f->compare_value, value, m);
+    if (code != REPLY_STORED) {
+        return code;
+    }
+    if (!process_counter_fits(*value, cur->vlen)) {
+        /* memcached's new item leaves the key unmarked; kura keeps the
+         * b (doc/protocol.md) */
+        m->binkey = f->base64;
+    }
+    return REPLY_STORED;
+}
+
 /* ma: incr (I, +) or decr (D, -) by D; N creates a miss as J. */
 static enum process_result
 _ma(struct process_ctx *ctx, const struct proto_request *req,
     struct buf *out)
 {
     const struct proto_meta *f = &req->meta;
-    char mode = _mode(req);
-    bool incr = mode != 'D' && mode != '-';
+    bool incr = f->mode != 'D' && f->mode != '-';
     struct txn_current cur;
     struct record_meta m;
     struct now n;
@@ -323,46 +414,33 @@ _ma(struct process_ctx *ctx, const struct proto_request *req,
                 reply_result(out, req, REPLY_NOT_FOUND, NULL));
         }
         value = f->initial ? f->initial_value : 0;
-        process_new_meta(ctx, &m, 0, _exptime(f->vivify_ttl, &n));
-        m.binkey = f->base64;
+        process_new_meta(ctx, &m, 0, 0);
+        m.binkey = f->base64; /* memcached: unmarked (doc/protocol.md) */
         created = true;
     } else {
-        if (f->compare_cas && cur.meta.cas != f->compare_value) {
-            txn_current_release(&cur);
-            return process_result_of(
-                reply_result(out, req, REPLY_EXISTS, NULL));
-        }
-        if (!process_parse_counter(cur.value, cur.vlen, &value)) {
-            txn_current_release(&cur);
-            return process_result_of(
-                reply_result(out, req, REPLY_NON_NUMERIC, NULL));
-        }
-        if (incr) {
-            value += f->delta;
-        } else {
-            value = f->delta > value ? 0 : value - f->delta;
-        }
+        enum reply_code code = _ma_hit(ctx, req, &cur, incr, &value, &m);
         old_len = cur.vlen;
-        process_new_meta(ctx, &m, cur.meta.flags, cur.meta.exptime);
-        m.binkey = cur.meta.binkey;
-        if (f->ttl) {
-            m.exptime = _exptime(f->ttl_value, &n);
-        }
         txn_current_release(&cur);
+        if (code != REPLY_STORED) {
+            return process_result_of(reply_result(out, req, code, NULL));
+        }
         stats_incr(ctx->stats, incr ? STATS_INCR_HITS : STATS_DECR_HITS);
     }
+    struct reply_item it;
+    bool won = false;
+    memset(&it, 0, sizeof(it));
+    /* memcached sets T on the old item when the number outgrew it, so
+     * that the new one keeps its ttl; kura applies T (doc/protocol.md). */
+    it.ttl = _ttl_flags(req, created, false, &n, &m, &won);
     _set_cas(req, &m);
     st = process_stage_counter(ctx, req, &m, value, old_len);
     if (st != TXN_OK) {
         return process_txn_error(ctx, req, out, st);
     }
     process_note_write(ctx, req->key, req->nkey, &n);
-    struct reply_item it;
-    memset(&it, 0, sizeof(it));
     it.key = req->key;
     it.nkey = req->nkey;
     it.cas = m.cas;
-    it.ttl = process_ttl(&m, &n);
     it.key_binary = f->base64; /* ma answers k as it was asked */
     if (created && f->quiet) {
         /* q hides a success, but memcached answers a creation. */
@@ -395,7 +473,7 @@ _me(struct process_ctx *ctx, const struct proto_request *req,
         it.nkey = req->nkey;
         struct proto_request plain = *req;
         plain.meta.quiet = false; /* me has no quiet mode */
-        plain.meta.nret = 0;
+        plain.meta.norder = 0;
         return process_result_of(reply_miss(out, &plain, &it));
     }
     process_item(&it, req->key, req->nkey, &cur, &n);

@@ -7,7 +7,7 @@
  * (every item lives in the one database), so `stats items` and `stats
  * slabs` describe class 1.
  */
-#include "process_internal.h"
+#include "process_members.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -139,6 +139,28 @@ _stats_replication(const struct stats_snapshot *snap,
         ok = ok && reply_stat(out, req, "kura_repl_master_delay_max_us",
                               "%" PRIu64, m->delay_max_us);
     }
+    /* TLS (-tlsport, -mtls): zeros without it. */
+    const struct tls_stats *t = &snap->tls;
+    ok = ok && reply_stat(out, req, "kura_tls_handshakes", "%" PRIu64,
+                          t->handshakes);
+    ok = ok && reply_stat(out, req, "kura_tls_resumed", "%" PRIu64,
+                          t->resumed);
+    ok = ok && reply_stat(out, req, "kura_tls_handshake_failures",
+                          "%" PRIu64, t->failures);
+    ok = ok && reply_stat(out, req, "kura_tls_handshake_timeouts",
+                          "%" PRIu64, t->timeouts);
+    ok = ok && reply_stat(out, req, "kura_tls_plaintext_refused", "%" PRIu64,
+                          t->plaintext);
+    ok = ok && reply_stat(out, req, "kura_tls_ktls_tx", "%" PRIu64,
+                          t->ktls_tx);
+    ok = ok && reply_stat(out, req, "kura_tls_reloads", "%" PRIu64,
+                          t->reloads);
+    ok = ok && reply_stat(out, req, "kura_tls_reload_failures", "%" PRIu64,
+                          t->reload_failures);
+    ok = ok && reply_stat(out, req, "kura_tls_cert_not_after", "%" PRId64,
+                          t->not_after);
+    ok = ok && reply_stat(out, req, "kura_tls_link_cert_not_after",
+                          "%" PRId64, snap->tls_link_not_after);
     ok = ok && reply_stat(out, req, "kura_repl_peers", "%d", snap->npeers);
     for (int i = 0; ok && i < snap->npeers; i++) {
         const struct repl_peer_stats *p = &snap->peers[i];
@@ -341,6 +363,16 @@ _stats_settings(struct process_ctx *ctx, const struct proto_request *req,
     ok = ok && reply_stat(out, req, "verbosity", "%u", snap.verbosity);
     ok = ok && reply_stat(out, req, "tcpport", "%d", s->port);
     ok = ok && reply_stat(out, req, "inter", "%s", s->host);
+    /* -port 0 makes -host a unix socket path; memcached says NULL when it
+     * listens on TCP. */
+    ok = ok && reply_stat(out, req, "domain_socket", "%s",
+                          s->port == 0 ? s->host : "NULL");
+    ok = ok && reply_stat(out, req, "stat_key_prefix", ":");
+    ok = ok && reply_stat(out, req, "detail_enabled", "%s",
+                          ctx->env->detail != NULL &&
+                                  detail_on(ctx->env->detail)
+                              ? "yes"
+                              : "no");
     ok = ok && reply_stat(out, req, "num_threads", "%d", s->thnum);
     ok = ok && reply_stat(out, req, "item_size_max", "%zu", s->item_max);
     ok = ok && reply_stat(out, req, "idle_timeout", "%d", s->tout);
@@ -588,6 +620,90 @@ _args_are(const struct proto_request *req, const char *word)
            (req->args_len == n || req->args[n] == ' ');
 }
 
+/* memcached reads a binary stat key by its first bytes (strncmp). */
+static bool
+_bin_prefix(const struct proto_request *req, const char *word)
+{
+    size_t n = strlen(word);
+    return req->args_len >= n && memcmp(req->args, word, n) == 0;
+}
+
+struct conns_out {
+    struct buf *out;
+    const struct proto_request *req;
+};
+
+static bool
+_emit_conn_stat(void *arg, const char *name, const char *value)
+{
+    struct conns_out *o = arg;
+    return reply_stat(o->out, o->req, name, "%s", value);
+}
+
+/* stats conns: every socket, as memcached lists them (conntab.h). */
+static bool
+_stats_conns(struct process_ctx *ctx, const struct proto_request *req,
+             struct buf *out)
+{
+    struct conns_out o = {out, req};
+    if (ctx->env->conntab != NULL &&
+        !conntab_list(ctx->env->conntab, _emit_conn_stat, &o)) {
+        return false;
+    }
+    return reply_stats_end(out, req);
+}
+
+/* stats detail on|off|dump (detail.h), as memcached answers it. */
+static bool
+_stats_detail_text(struct process_ctx *ctx, const struct proto_request *req,
+                   struct buf *out)
+{
+    struct detail *d = ctx->env->detail;
+    if (d != NULL && _args_are(req, "detail on")) {
+        detail_set(d, true);
+        return reply_text_code(out, REPLY_OK);
+    }
+    if (d != NULL && _args_are(req, "detail off")) {
+        detail_set(d, false);
+        return reply_text_code(out, REPLY_OK);
+    }
+    if (d != NULL && _args_are(req, "detail dump")) {
+        return detail_dump(d, out, REPLY_BUF_LIMIT);
+    }
+    static const char usage[] =
+        "CLIENT_ERROR usage: stats detail on|off|dump\r\n";
+    return reply_raw(out, usage, sizeof(usage) - 1);
+}
+
+/* The binary form: the dump is one stat named "detailed"; on and off
+ * answer with the end of the listing; anything else is not found. */
+static bool
+_stats_detail_bin(struct process_ctx *ctx, const struct proto_request *req,
+                  struct buf *out)
+{
+    struct detail *d = ctx->env->detail;
+    const char *rest = req->args + 6;
+    size_t nrest = req->args_len - 6;
+    if (d != NULL && nrest >= 5 && memcmp(rest, " dump", 5) == 0) {
+        struct buf dump;
+        buf_init(&dump);
+        bool ok = detail_dump(d, &dump, REPLY_BUF_LIMIT) &&
+                  reply_stat_bytes(out, req, "detailed", buf_head(&dump),
+                                   buf_len(&dump));
+        buf_deinit(&dump);
+        return ok && reply_stats_end(out, req);
+    }
+    if (d != NULL && nrest >= 3 && memcmp(rest, " on", 3) == 0) {
+        detail_set(d, true);
+        return reply_stats_end(out, req);
+    }
+    if (d != NULL && nrest >= 4 && memcmp(rest, " off", 4) == 0) {
+        detail_set(d, false);
+        return reply_stats_end(out, req);
+    }
+    return reply_result(out, req, REPLY_NOT_FOUND, NULL);
+}
+
 enum process_result
 process_stats(struct process_ctx *ctx, const struct proto_request *req,
               struct buf *out)
@@ -598,8 +714,12 @@ process_stats(struct process_ctx *ctx, const struct proto_request *req,
     if (_args_are(req, "settings")) {
         return process_result_of(_stats_settings(ctx, req, out));
     }
-    if (_args_are(req, "reset")) {
+    if (_args_are(req, "reset") ||
+        (req->kind == PROTO_KIND_BINARY && _bin_prefix(req, "reset"))) {
         ctx->env->reset(ctx->env->arg);
+        if (ctx->env->detail != NULL) {
+            detail_clear(ctx->env->detail);
+        }
         if (req->kind == PROTO_KIND_BINARY) {
             return process_result_of(reply_stats_end(out, req));
         }
@@ -616,12 +736,14 @@ process_stats(struct process_ctx *ctx, const struct proto_request *req,
             reply_stat(out, req, "sizes_status", "disabled") &&
             reply_stats_end(out, req));
     }
-    if (_args_are(req, "detail") && req->kind != PROTO_KIND_BINARY) {
-        /* kura keeps no per-prefix detail: on and off are accepted, and a
-         * dump is empty, as memcached's is while detail is off. */
-        bool dump = _args_are(req, "detail dump");
-        return process_result_of(
-            reply_text_code(out, dump ? REPLY_END : REPLY_OK));
+    if (_args_are(req, "conns") && req->kind != PROTO_KIND_BINARY) {
+        return process_result_of(_stats_conns(ctx, req, out));
+    }
+    if (req->kind == PROTO_KIND_BINARY && _bin_prefix(req, "detail")) {
+        return process_result_of(_stats_detail_bin(ctx, req, out));
+    }
+    if (_args_are(req, "detail")) {
+        return process_result_of(_stats_detail_text(ctx, req, out));
     }
     if (_args_are(req, "cachedump") && req->kind != PROTO_KIND_BINARY) {
         char args[64];

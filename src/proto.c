@@ -3,6 +3,7 @@
  * names, key rules, the class a command counts as, base64 for meta keys.
  */
 #include "proto.h"
+#include "proto_internal.h"
 
 #include <string.h>
 
@@ -48,7 +49,44 @@ static const struct cmd_name cmd_names[PROTO_CMD_COUNT] = {
     [PROTO_CMD_HTTP_PUT] = NAME("HTTP PUT"),
     [PROTO_CMD_HTTP_DELETE] = NAME("HTTP DELETE"),
     [PROTO_CMD_HTTP_ADMIN] = NAME("HTTP /-/"),
+    [PROTO_CMD_SHUTDOWN] = NAME("shutdown"),
+    [PROTO_CMD_MEMLIMIT] = NAME("cache_memlimit"),
 };
+
+bool
+proto_begin(struct proto_parser *p, const char **buf, size_t *len,
+            size_t *consumed, size_t *eaten)
+{
+    *consumed = 0;
+    *eaten = 0;
+    p->need = 0;
+    p->error = PROTO_ERR_NONE;
+    p->error_noreply = false;
+    if (p->swallow == 0) {
+        return false;
+    }
+    size_t n = *len < p->swallow ? *len : (size_t)p->swallow;
+    p->swallow -= n;
+    *consumed = n;
+    *eaten = n;
+    if (p->swallow > 0 || n == *len) {
+        return true;
+    }
+    *buf += n;
+    *len -= n;
+    return false;
+}
+
+enum proto_status
+proto_fail(struct proto_parser *p, enum proto_error err, bool noreply)
+{
+    p->error = err;
+    p->error_noreply = noreply;
+    if (err == PROTO_ERR_LINE_TOO_LONG || err == PROTO_ERR_HTTP) {
+        return PROTO_ECLOSE;
+    }
+    return PROTO_EREQ;
+}
 
 const char *
 proto_cmd_name(enum proto_cmd cmd)
@@ -170,6 +208,48 @@ proto_base64_decode(const char *in, size_t n, char *out, size_t cap)
         }
     }
     return (long)len;
+}
+
+long
+proto_base64_decode_meta(const char *in, size_t n, char *out, size_t cap)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (in[i] == '=' || _b64_value(in[i]) >= 0) {
+            count++;
+        }
+    }
+    if (count == 0 || count % 4 != 0 || count / 4 * 3 > cap) {
+        return -1;
+    }
+    uint32_t w = 0;
+    int have = 0;
+    int pad = 0;
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        int v = in[i] == '=' ? 0 : _b64_value(in[i]);
+        if (v < 0) {
+            continue; /* not in the alphabet: skipped, as memcached does */
+        }
+        pad += in[i] == '=';
+        w = w << 6 | (uint32_t)v;
+        if (++have < 4) {
+            continue;
+        }
+        out[len++] = (char)(w >> 16);
+        out[len++] = (char)(w >> 8);
+        out[len++] = (char)w;
+        w = 0;
+        have = 0;
+        if (pad > 0) {
+            if (pad > 2) {
+                return -1;
+            }
+            len -= (size_t)pad; /* the key ends with this group */
+            break;
+        }
+    }
+    return len > 0 ? (long)len : -1;
 }
 
 size_t

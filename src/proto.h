@@ -79,6 +79,8 @@ enum proto_cmd {
     PROTO_CMD_HTTP_PUT,    /* HTTP PUT and POST: store the body */
     PROTO_CMD_HTTP_DELETE, /* HTTP DELETE */
     PROTO_CMD_HTTP_ADMIN,  /* HTTP under /-/: health, metrics */
+    PROTO_CMD_SHUTDOWN,    /* refused, as by memcached without -A */
+    PROTO_CMD_MEMLIMIT,    /* cache_memlimit: accepted, nothing to resize */
     PROTO_CMD_COUNT
 };
 
@@ -115,10 +117,14 @@ enum proto_error {
     PROTO_ERR_META_FLAG_OR_DUP, /* invalid or duplicate flag (md, ma) */
     PROTO_ERR_META_TOKEN,      /* bad token in command line format */
     PROTO_ERR_META_OPAQUE,     /* opaque token too long */
-    PROTO_ERR_META_TOO_MANY,   /* options flags are too long */
+    PROTO_ERR_META_TOO_MANY,   /* options flags are too long (mg) */
+    PROTO_ERR_META_TOO_LONG,   /* options flags too long (ms, md, ma) */
     PROTO_ERR_META_KEY,        /* error decoding key */
     PROTO_ERR_META_MODE_MS,    /* invalid mode for ms M token */
     PROTO_ERR_META_MODE_MA,    /* invalid mode for ma M token */
+    PROTO_ERR_META_MODE_LEN,   /* incorrect length for M token */
+    PROTO_ERR_META_INITIAL,    /* invalid numeric initial value (J) */
+    PROTO_ERR_META_DELTA,      /* invalid numeric delta value (D) */
     /* binary statuses for a rejected frame (reply.c maps them) */
     PROTO_ERR_BIN_EINVAL,      /* Invalid arguments */
     PROTO_ERR_BIN_UNKNOWN,     /* Unknown command */
@@ -138,14 +144,17 @@ struct proto_limits {
 /* memcached closes a connection after 2048 bytes without a newline. */
 #define PROTO_MAX_LINE_DEFAULT 2048
 
-/* Meta flags that ask for something back, in the order the client gave. */
-#define PROTO_META_RETURN_MAX 16
+/* The most flags a meta command may carry: memcached takes 19 words on a
+ * line, the command and the key among them. */
+#define PROTO_META_FLAGS_MAX 17
 
 /* A meta command's flags (memcached 1.6 doc/protocol.txt, "Meta ..."). */
 struct proto_meta {
-    char ret[PROTO_META_RETURN_MAX]; /* the flags that return something
-                                        (c f h k l O s t), in order */
-    uint8_t nret;
+    /* Every flag letter, once each, in the client's order: return flags
+     * are answered in it, and mg and ma apply T, N and R in it (a t
+     * before a T reports the ttl as it was). */
+    char order[PROTO_META_FLAGS_MAX];
+    uint8_t norder;
     bool base64;        /* b: the key is base64 (decoded in keybuf) */
     bool quiet;         /* q: noreply semantics for the usual result */
     bool value;         /* v: return the value */
@@ -157,7 +166,6 @@ struct proto_meta {
     int64_t recache_ttl;
     bool ttl;           /* T: new ttl `ttl_value` */
     int64_t ttl_value;
-    bool ttl_before_update; /* t came before T: report the old ttl */
     bool client_flags;  /* F: ms client flags */
     uint32_t flags_value;
     bool compare_cas;   /* C: act only if the cas matches */
@@ -168,7 +176,7 @@ struct proto_meta {
     uint64_t initial_value;
     uint64_t delta;     /* D: ma delta (1 when absent) */
     char mode;          /* M: ms S E A P R, ma I + D -; 0 when absent */
-    const char *opaque; /* O: echoed back */
+    const char *opaque; /* O: echoed back (without its O) */
     size_t opaque_len;
 };
 
@@ -212,7 +220,7 @@ struct proto_request {
     uint64_t cas_unique; /* cas */
     uint64_t delta;      /* incr, decr */
     int64_t delay;       /* flush_all, 0 when absent */
-    uint32_t level;      /* verbosity */
+    uint32_t level;      /* verbosity; cache_memlimit's megabytes */
     const char *args;    /* stats, REPL: the text after the command */
     size_t args_len;
     bool has_cas;        /* the command compares cas_unique (text cas,
@@ -305,9 +313,21 @@ enum proto_cmd proto_class(const struct proto_request *req);
 /*
  * Decodes base64 `in` (`n` bytes, standard alphabet, padded) into `out`
  * (`cap` bytes). Returns the decoded length, or -1 if it is not base64
- * or does not fit.
+ * or does not fit. Strict: for HTTP credentials.
  */
 long proto_base64_decode(const char *in, size_t n, char *out, size_t cap);
+
+/*
+ * Decodes a meta key given in base64 (the b flag) as memcached 1.6 reads
+ * one: bytes outside the alphabet and '=' are skipped; the rest must come
+ * in whole groups of four, at least one; '=' anywhere in a group counts as
+ * padding (a zero), one or two of them end the key after that group
+ * (whatever follows is ignored), more are an error. Unpadded input is
+ * decoded as long as its groups are whole. Returns the decoded length
+ * (at least 1), or -1 if the key cannot be decoded or exceeds `cap`.
+ */
+long proto_base64_decode_meta(const char *in, size_t n, char *out,
+                              size_t cap);
 
 /* Encodes `n` bytes as padded base64 into `out`, which must hold
  * 4 * ((n + 2) / 3) bytes. Returns the length written. */

@@ -2,6 +2,7 @@
  * proto_bin: memcached binary protocol parser (see proto_bin.h).
  */
 #include "proto_bin.h"
+#include "proto_internal.h"
 
 #include <string.h>
 
@@ -198,7 +199,8 @@ _fill(struct proto_request *req, const struct opinfo *in,
     case PROTO_CMD_REPLACE:
         req->flags = _be32(extras);
         req->exptime = (int64_t)_be32(extras + 4);
-        req->has_cas = cas != 0 && in->cmd != PROTO_CMD_ADD;
+        /* memcached makes any store with a cas a cas, add included. */
+        req->has_cas = cas != 0;
         break;
     case PROTO_CMD_APPEND:
     case PROTO_CMD_PREPEND:
@@ -238,21 +240,10 @@ enum proto_status
 proto_bin_parse(struct proto_parser *p, const char *buf, size_t len,
                 size_t *consumed, struct proto_request *req)
 {
-    size_t eaten = 0;
+    size_t eaten;
 
-    *consumed = 0;
-    p->need = 0;
-    p->error = PROTO_ERR_NONE;
-    p->error_noreply = false;
-    if (p->swallow > 0) {
-        eaten = len < p->swallow ? len : (size_t)p->swallow;
-        p->swallow -= eaten;
-        *consumed = eaten;
-        if (p->swallow > 0 || eaten == len) {
-            return PROTO_EUNFIN;
-        }
-        buf += eaten;
-        len -= eaten;
+    if (proto_begin(p, &buf, &len, consumed, &eaten)) {
+        return PROTO_EUNFIN;
     }
     if (len < PROTO_BIN_HEADER) {
         p->need = eaten + PROTO_BIN_HEADER;
@@ -278,6 +269,18 @@ proto_bin_parse(struct proto_parser *p, const char *buf, size_t len,
         return _fail(p, PROTO_ERR_BIN_UNKNOWN, PROTO_ECLOSE);
     }
     uint64_t nvalue = body - nkey - nextras;
+    /*
+     * memcached's order, from the header alone: a key over 250 bytes, then
+     * a frame the opcode does not allow (both: Invalid arguments and a
+     * close), then a value over the limit.
+     */
+    bool extras_ok = in.extras >= 0 ? nextras == (size_t)in.extras
+                                    : nextras == 0 || nextras == 4;
+    bool key_ok = in.key > 0 ? nkey > 0 : in.key == 0 ? nkey == 0 : true;
+    if (nkey > PROTO_KEY_MAX ||
+        (in.known && (!extras_ok || !key_ok || (!in.value && nvalue > 0)))) {
+        return _fail(p, PROTO_ERR_BIN_EINVAL, PROTO_ECLOSE);
+    }
     if (in.known && in.value && nvalue > p->limits.item_max) {
         /* memcached answers "Too large." and reads on past the body. It
          * reads the key first (a set also drops the key's old value), so
@@ -309,13 +312,6 @@ proto_bin_parse(struct proto_parser *p, const char *buf, size_t len,
     *consumed = eaten + total;
     if (!in.known) {
         return _fail(p, PROTO_ERR_BIN_UNKNOWN, PROTO_EREQ);
-    }
-    bool extras_ok = in.extras >= 0 ? nextras == (size_t)in.extras
-                                    : nextras == 0 || nextras == 4;
-    bool key_ok = in.key > 0 ? nkey > 0 : in.key == 0 ? nkey == 0 : true;
-    if (!extras_ok || !key_ok || nkey > PROTO_KEY_MAX ||
-        (!in.value && nvalue > 0)) {
-        return _fail(p, PROTO_ERR_BIN_EINVAL, PROTO_ECLOSE);
     }
     const char *extras = buf + PROTO_BIN_HEADER;
     const char *key = extras + nextras;

@@ -1,6 +1,9 @@
 /*
- * proto_internal: what the text parser shares with the meta flags parser
- * (proto_text.c, proto_meta.c) and nothing else.
+ * proto_internal: what kura's parsers share beyond proto.h and
+ * proto_token.h: the start of every parse and the failure helper
+ * (proto.c), and the meta parser's entry, which the text parser
+ * dispatches to. Included by proto.c, proto_text.c, proto_meta.c and
+ * proto_bin.c.
  */
 #ifndef KURA_PROTO_INTERNAL_H
 #define KURA_PROTO_INTERNAL_H
@@ -10,27 +13,18 @@
 #include <stdint.h>
 
 #include "proto.h"
-
-struct token {
-    const char *s;
-    size_t len;
-};
+#include "proto_token.h"
 
 /*
- * Number readers with memcached's safe_strto*() semantics: an optional '+'
- * (or '-' where signed), decimal digits, 64-bit range. The 32-bit readers
- * then truncate the way memcached's casts do.
+ * The start of every parse: resets `p`'s per-request state and
+ * `*consumed`, then discards what remains of a rejected value's data
+ * (p->swallow) from the front of `*buf`/`*len`, counting it in
+ * `*consumed`. Returns true when the caller must return PROTO_EUNFIN
+ * (the swallow is not done, or nothing follows it); otherwise `*buf` and
+ * `*len` describe what follows and `*eaten` what was discarded.
  */
-bool proto_read_u64(const struct token *t, uint64_t *out);
-bool proto_read_u32(const struct token *t, uint32_t *out);
-bool proto_read_i32(const struct token *t, int64_t *out);
-
-/*
- * Splits `line` into at most `max` tokens. If more text follows the last
- * token, `*rest` points at it, else NULL. Returns the number of tokens.
- */
-size_t proto_tokenize(const char *line, size_t len, struct token *tok,
-                      size_t max, const char **rest);
+bool proto_begin(struct proto_parser *p, const char **buf, size_t *len,
+                 size_t *consumed, size_t *eaten);
 
 /* Records error `err` in `p` and returns PROTO_EREQ or PROTO_ECLOSE. */
 enum proto_status proto_fail(struct proto_parser *p, enum proto_error err,

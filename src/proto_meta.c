@@ -4,65 +4,84 @@
  * "Meta No-Op"):
  *
  *   mn
- *   me <key>
+ *   me <key> [b]
  *   mg <key> <flag>*
  *   ms <key> <datalen> <flag>*\r\n<data>\r\n
  *   md <key> <flag>*
  *   ma <key> <flag>*
  *
  * A flag is one letter, some with a token right after it (T30, Oabc).
- * What is accepted and the error each refusal gets follow memcached
- * 1.6.18 (checked against it, tests/conformance): the same flag set for
- * every command, "invalid flag" and "duplicate flag" for mg and ms and
- * "invalid or duplicate flag" for md and ma, at most 17 flags, an opaque
- * of at most 32 bytes. kura also takes E (explicit cas), which later
- * memcached versions document and 1.6.18 refuses. An ms whose length
- * could be read swallows its data block when the line is refused, so the
- * data is never run as commands.
+ * What is accepted, and which error a refusal gets when a line has
+ * several faults, follow memcached 1.6.18 step by step (checked against
+ * it by tests/conformance and tools/difffuzz):
+ *
+ *   1. the key token over 250 bytes: "bad command line format";
+ *   2. ms without a length: the same;
+ *   3. more than 19 words: "options flags are too long" (mg), "options
+ *      flags too long" (ms, md, ma);
+ *   4. ms: a length that is not a number from 0 to INT_MAX - 2;
+ *   5. the flags, in order. A letter seen before (or a byte of 127 and
+ *      up) is a "duplicate flag" and an unknown letter an "invalid
+ *      flag", both at once; a bad token (a number that does not read, an
+ *      M that is not one letter, a b key that does not decode) is noted
+ *      and the walk goes on, the last one noted being reported (a bad F
+ *      notes no words of its own: the line's are "bad command line
+ *      format" unless an earlier token noted others). md and ma answer
+ *      every failure here "invalid or duplicate flag";
+ *   6. ms: an opaque over 32 bytes, then an unknown mode, which wins;
+ *      ma: an unknown mode, then the opaque; mg, md: the opaque.
+ *
+ * memcached looks at the opaque's length of mg and ma only while it
+ * writes the reply, after a touch, a creation or an increment took
+ * effect; kura refuses such a line before anything happens
+ * (doc/protocol.md, deliberate differences). A line is read up to its
+ * first NUL byte, as memcached reads it as a C string; an ms data block
+ * still starts after the line's end. kura also takes E (explicit cas),
+ * which later memcached versions document and 1.6.18 refuses. An ms
+ * whose length could be read swallows its data block when the line is
+ * refused, so the data is never run as commands (memcached runs it when
+ * the key is too long or there are too many flags).
  */
 #include "proto_internal.h"
 
 #include <string.h>
 
 /* memcached: 20 tokens with the end marker, so 19 words on a line. */
-#define META_MAX_TOKENS 19
-#define META_OPAQUE_MAX 32
+#define META_MAX_WORDS 19
+#define META_OPAQUE_MAX 32 /* with its O */
 
-/* Flags every meta command accepts; the ones in RETURNS are echoed. */
-static const char ACCEPTED[] = "bcfhklOqstuvNRTCFIMJDEPL";
-static const char RETURNS[] = "cfhklOst";
+/* The flag letters every meta command accepts (E: kura's addition). */
+static const char KNOWN[] = "bcfhklOqstuvNRTCFIMJDEPL";
 
-static bool
-_numeric(const struct token *t, int64_t *out)
+/* The key token, decoded into req->keybuf for the b flag. */
+static enum proto_error
+_decode_key(struct proto_request *req, const struct token *key)
 {
-    return t->len > 0 && proto_read_i32(t, out);
+    long n = proto_base64_decode_meta(key->s, key->len, req->keybuf,
+                                      sizeof(req->keybuf));
+    if (n < 0) {
+        return PROTO_ERR_META_KEY;
+    }
+    req->key = req->keybuf;
+    req->nkey = (size_t)n;
+    return PROTO_ERR_NONE;
 }
 
-/* Reads one flag token into `m`; PROTO_ERR_NONE or the refusal. */
+/*
+ * Reads the value of one flag token into `m`. Returns PROTO_ERR_NONE, or
+ * the error a bad token notes (the walk goes on after it).
+ */
 static enum proto_error
-_flag(const struct token *t, enum proto_cmd cmd, struct proto_meta *m,
-      uint32_t *seen)
+_flag_value(struct proto_request *req, const struct token *t,
+            const struct token *key)
 {
-    bool md_ma = cmd == PROTO_CMD_MD || cmd == PROTO_CMD_MA;
-    char f = t->s[0];
-    const char *at = memchr(ACCEPTED, f, sizeof(ACCEPTED) - 1);
-    if (at == NULL) {
-        return md_ma ? PROTO_ERR_META_FLAG_OR_DUP : PROTO_ERR_META_FLAG;
-    }
-    uint32_t bit = (uint32_t)1 << (at - ACCEPTED);
-    if (*seen & bit) {
-        return md_ma ? PROTO_ERR_META_FLAG_OR_DUP : PROTO_ERR_META_DUP;
-    }
-    *seen |= bit;
+    struct proto_meta *m = &req->meta;
     struct token v = {t->s + 1, t->len - 1};
-    if (memchr(RETURNS, f, sizeof(RETURNS) - 1) != NULL &&
-        m->nret < PROTO_META_RETURN_MAX) {
-        m->ret[m->nret++] = f;
-    }
-    switch (f) {
+
+    switch (t->s[0]) {
     case 'b':
         m->base64 = true;
-        break;
+        return _decode_key(req, key);
     case 'q':
         m->quiet = true;
         break;
@@ -76,89 +95,79 @@ _flag(const struct token *t, enum proto_cmd cmd, struct proto_meta *m,
         m->invalidate = true;
         break;
     case 'O':
-        if (t->len > META_OPAQUE_MAX) { /* 32 bytes with the O */
-            return PROTO_ERR_META_OPAQUE;
-        }
         m->opaque = v.s;
         m->opaque_len = v.len;
         break;
     case 'N':
         m->vivify = true;
-        return _numeric(&v, &m->vivify_ttl) ? PROTO_ERR_NONE
-                                            : PROTO_ERR_META_TOKEN;
+        return proto_read_i32(&v, &m->vivify_ttl) ? PROTO_ERR_NONE
+                                                  : PROTO_ERR_META_TOKEN;
     case 'R':
         m->recache = true;
-        return _numeric(&v, &m->recache_ttl) ? PROTO_ERR_NONE
-                                             : PROTO_ERR_META_TOKEN;
+        return proto_read_i32(&v, &m->recache_ttl) ? PROTO_ERR_NONE
+                                                   : PROTO_ERR_META_TOKEN;
     case 'T':
-        m->ttl = true;
-        m->ttl_before_update = memchr(m->ret, 't', m->nret) != NULL;
-        return _numeric(&v, &m->ttl_value) ? PROTO_ERR_NONE
-                                           : PROTO_ERR_META_TOKEN;
+        m->ttl = proto_read_i32(&v, &m->ttl_value);
+        return m->ttl ? PROTO_ERR_NONE : PROTO_ERR_META_TOKEN;
     case 'F':
-        m->client_flags = true;
-        if (v.len > 0 && proto_read_u32(&v, &m->flags_value)) {
-            return PROTO_ERR_NONE;
-        }
-        /* memcached reads ms's F apart from the other tokens. */
-        return cmd == PROTO_CMD_MS ? PROTO_ERR_FORMAT : PROTO_ERR_META_TOKEN;
+        m->client_flags = proto_read_u32(&v, &m->flags_value);
+        /* memcached notes no words for F: the line's own stand */
+        return m->client_flags ? PROTO_ERR_NONE : PROTO_ERR_FORMAT;
     case 'C':
-        m->compare_cas = true;
-        return v.len > 0 && proto_read_u64(&v, &m->compare_value)
-                   ? PROTO_ERR_NONE
-                   : PROTO_ERR_META_TOKEN;
+        m->compare_cas = proto_read_u64(&v, &m->compare_value);
+        return m->compare_cas ? PROTO_ERR_NONE : PROTO_ERR_META_TOKEN;
     case 'E':
-        m->new_cas = true;
-        return v.len > 0 && proto_read_u64(&v, &m->new_cas_value)
-                   ? PROTO_ERR_NONE
-                   : PROTO_ERR_META_TOKEN;
+        m->new_cas = proto_read_u64(&v, &m->new_cas_value);
+        return m->new_cas ? PROTO_ERR_NONE : PROTO_ERR_META_TOKEN;
     case 'J':
-        m->initial = true;
-        return v.len > 0 && proto_read_u64(&v, &m->initial_value)
-                   ? PROTO_ERR_NONE
-                   : PROTO_ERR_META_TOKEN;
+        m->initial = proto_read_u64(&v, &m->initial_value);
+        return m->initial ? PROTO_ERR_NONE : PROTO_ERR_META_INITIAL;
     case 'D':
-        return v.len > 0 && proto_read_u64(&v, &m->delta)
-                   ? PROTO_ERR_NONE
-                   : PROTO_ERR_META_TOKEN;
+        return proto_read_u64(&v, &m->delta) ? PROTO_ERR_NONE
+                                             : PROTO_ERR_META_DELTA;
     case 'M':
-        if (cmd == PROTO_CMD_MS) {
-            if (v.len != 1 || memchr("SEAPR", v.s[0], 5) == NULL) {
-                return PROTO_ERR_META_MODE_MS;
-            }
-        } else if (cmd == PROTO_CMD_MA) {
-            if (v.len != 1 || memchr("I+D-", v.s[0], 4) == NULL) {
-                return PROTO_ERR_META_MODE_MA;
-            }
+        if (v.len != 1) {
+            return PROTO_ERR_META_MODE_LEN;
         }
-        m->mode = v.len == 1 ? v.s[0] : 0;
+        m->mode = v.s[0];
         break;
     default:
-        break; /* c f h k l s t; P and L (proxy hints): ignored */
+        break; /* c f h k l s t; P and L (proxy hints): nothing to read */
     }
     return PROTO_ERR_NONE;
 }
 
-/* The key, decoded into req->keybuf when the b flag is given. */
+/*
+ * Step 5: walks the flag tokens in order (see the top of the file).
+ * Returns PROTO_ERR_NONE or the error to report.
+ */
 static enum proto_error
-_key(struct proto_request *req, const struct token *t)
+_flags(struct proto_request *req, const struct token *tok, size_t first,
+       size_t ntok)
 {
-    if (!req->meta.base64) {
-        if (!proto_key_valid(t->s, t->len)) {
-            return PROTO_ERR_FORMAT;
+    struct proto_meta *m = &req->meta;
+    bool seen[128] = {false};
+    enum proto_error err = PROTO_ERR_NONE;
+
+    for (size_t i = first; i < ntok; i++) {
+        unsigned char f = (unsigned char)tok[i].s[0];
+        if (f >= 127 || seen[f]) {
+            return PROTO_ERR_META_DUP;
         }
-        req->key = t->s;
-        req->nkey = t->len;
-        return PROTO_ERR_NONE;
+        seen[f] = true;
+        if (f == '\0' || memchr(KNOWN, f, sizeof(KNOWN) - 1) == NULL) {
+            return PROTO_ERR_META_FLAG;
+        }
+        m->order[m->norder++] = (char)f;
+        enum proto_error e = _flag_value(req, &tok[i], &tok[1]);
+        if (e == PROTO_ERR_FORMAT && err != PROTO_ERR_NONE) {
+            continue; /* a bad F leaves earlier words standing */
+        }
+        if (e != PROTO_ERR_NONE) {
+            err = e;
+        }
     }
-    long n = proto_base64_decode(t->s, t->len, req->keybuf,
-                                 sizeof(req->keybuf));
-    if (n <= 0) {
-        return PROTO_ERR_META_KEY;
-    }
-    req->key = req->keybuf;
-    req->nkey = (size_t)n;
-    return PROTO_ERR_NONE;
+    return err;
 }
 
 /* ms: fails, swallowing the data block whose length was read. */
@@ -173,15 +182,68 @@ _refuse_data(struct proto_parser *p, size_t len, size_t hdr, size_t vlen,
     return proto_fail(p, err, false);
 }
 
+/* me <key> [b]: memcached looks at nothing else on the line. */
+static enum proto_status
+_me(struct proto_parser *p, struct proto_request *req,
+    const struct token *tok, size_t ntok)
+{
+    if (ntok < 2 || tok[1].len > PROTO_KEY_MAX) {
+        return proto_fail(p, PROTO_ERR_FORMAT, false);
+    }
+    if (ntok >= 3 && tok[2].len == 1 && tok[2].s[0] == 'b') {
+        req->meta.base64 = true;
+        if (_decode_key(req, &tok[1]) != PROTO_ERR_NONE) {
+            return proto_fail(p, PROTO_ERR_FORMAT, false);
+        }
+    } else if (!proto_key_valid(tok[1].s, tok[1].len)) {
+        return proto_fail(p, PROTO_ERR_FORMAT, false);
+    } else {
+        req->key = tok[1].s;
+        req->nkey = tok[1].len;
+    }
+    req->keys = req->key;
+    req->keys_len = req->nkey;
+    req->nkeys = 1;
+    return PROTO_OK;
+}
+
+/* Step 6: what memcached checks after the flags, command by command. */
+static enum proto_error
+_after_flags(const struct proto_request *req)
+{
+    const struct proto_meta *m = &req->meta;
+    bool long_opaque = m->opaque != NULL &&
+                       m->opaque_len + 1 > META_OPAQUE_MAX;
+    char mode = m->mode;
+
+    switch (req->cmd) {
+    case PROTO_CMD_MS:
+        if (mode != 0 && memchr("SEAPR", mode, 5) == NULL) {
+            return PROTO_ERR_META_MODE_MS;
+        }
+        break;
+    case PROTO_CMD_MA:
+        if (mode != 0 && memchr("I+D-", mode, 4) == NULL) {
+            return PROTO_ERR_META_MODE_MA;
+        }
+        break;
+    default:
+        break;
+    }
+    return long_opaque ? PROTO_ERR_META_OPAQUE : PROTO_ERR_NONE;
+}
+
 enum proto_status
 proto_meta_parse(struct proto_parser *p, struct proto_request *req,
                  const char *buf, size_t len, size_t line_len, size_t hdr,
                  size_t *consumed)
 {
-    struct token tok[META_MAX_TOKENS + 1];
+    struct token tok[META_MAX_WORDS + 1];
     const char *rest;
-    size_t ntok = proto_tokenize(buf, line_len, tok, META_MAX_TOKENS + 1,
-                                 &rest);
+    const char *nul = memchr(buf, '\0', line_len);
+    size_t ntok = proto_tokenize(buf, nul != NULL ? (size_t)(nul - buf)
+                                                  : line_len,
+                                 tok, META_MAX_WORDS + 1, &rest);
 
     *consumed = hdr;
     req->kind = PROTO_KIND_META;
@@ -189,43 +251,44 @@ proto_meta_parse(struct proto_parser *p, struct proto_request *req,
     if (req->cmd == PROTO_CMD_NOOP) {
         return PROTO_OK;
     }
-    bool ms = req->cmd == PROTO_CMD_MS;
+    if (req->cmd == PROTO_CMD_ME) {
+        return _me(p, req, tok, ntok);
+    }
     if (ntok < 2) {
-        /* memcached: "me" alone is a bad line, the others unknown. */
-        return proto_fail(p,
-                          req->cmd == PROTO_CMD_ME ? PROTO_ERR_FORMAT
-                                                   : PROTO_ERR_UNKNOWN_COMMAND,
-                          false);
+        return proto_fail(p, PROTO_ERR_UNKNOWN_COMMAND, false);
     }
-    if (ms && ntok < 3) {
-        return proto_fail(p, PROTO_ERR_FORMAT, false);
+    bool ms = req->cmd == PROTO_CMD_MS;
+    bool md_ma = req->cmd == PROTO_CMD_MD || req->cmd == PROTO_CMD_MA;
+    /* ms: the data is swallowed on any refusal once its length reads */
+    int64_t vlen = -1;
+    if (ms && ntok >= 3 && (!proto_read_i32(&tok[2], &vlen) || vlen < 0 ||
+                            vlen > INT32_MAX - 2)) {
+        vlen = -1;
     }
-    int64_t vlen = 0;
-    if (ms && (!proto_read_i32(&tok[2], &vlen) || vlen < 0 ||
-               vlen > INT32_MAX - 2)) {
-        return proto_fail(p, PROTO_ERR_FORMAT, false);
-    }
-    req->vlen = (size_t)vlen;
-    size_t first = ms ? 3 : 2;
+    req->vlen = vlen >= 0 ? (size_t)vlen : 0;
     enum proto_error err = PROTO_ERR_NONE;
-    if (tok[1].len > PROTO_KEY_MAX) {
-        err = PROTO_ERR_FORMAT; /* memcached looks at the key first */
-    } else if (ntok > META_MAX_TOKENS || rest != NULL) {
-        err = PROTO_ERR_META_TOO_MANY;
-    }
-    uint32_t seen = 0;
-    for (size_t i = first; i < ntok && err == PROTO_ERR_NONE; i++) {
-        err = _flag(&tok[i], req->cmd, &req->meta, &seen);
-    }
-    if (err == PROTO_ERR_META_TOKEN &&
-        (req->cmd == PROTO_CMD_MD || req->cmd == PROTO_CMD_MA)) {
-        err = PROTO_ERR_META_FLAG_OR_DUP; /* md and ma say only this */
+    if (tok[1].len > PROTO_KEY_MAX || (ms && ntok < 3)) {
+        err = PROTO_ERR_FORMAT; /* steps 1 and 2 */
+    } else if (ntok > META_MAX_WORDS || rest != NULL) {
+        err = req->cmd == PROTO_CMD_MG ? PROTO_ERR_META_TOO_MANY
+                                       : PROTO_ERR_META_TOO_LONG;
+    } else if (ms && vlen < 0) {
+        return proto_fail(p, PROTO_ERR_FORMAT, false); /* nothing to skip */
+    } else {
+        err = _flags(req, tok, ms ? 3 : 2, ntok);
+        if (err != PROTO_ERR_NONE && md_ma) {
+            err = PROTO_ERR_META_FLAG_OR_DUP; /* memcached's only words */
+        }
     }
     if (err == PROTO_ERR_NONE) {
-        err = _key(req, &tok[1]);
-        if (err == PROTO_ERR_META_KEY &&
-            (req->cmd == PROTO_CMD_MD || req->cmd == PROTO_CMD_MA)) {
-            err = PROTO_ERR_META_FLAG_OR_DUP; /* memcached's words there */
+        err = _after_flags(req);
+    }
+    if (err == PROTO_ERR_NONE && !req->meta.base64) {
+        if (proto_key_valid(tok[1].s, tok[1].len)) {
+            req->key = tok[1].s;
+            req->nkey = tok[1].len;
+        } else {
+            err = PROTO_ERR_FORMAT; /* control characters: kura refuses */
         }
     }
     req->noreply = req->meta.quiet;
@@ -233,8 +296,9 @@ proto_meta_parse(struct proto_parser *p, struct proto_request *req,
         err = PROTO_ERR_TOO_LARGE;
     }
     if (err != PROTO_ERR_NONE) {
-        return ms ? _refuse_data(p, len, hdr, req->vlen, err, consumed)
-                  : proto_fail(p, err, false);
+        return ms && vlen >= 0
+                   ? _refuse_data(p, len, hdr, req->vlen, err, consumed)
+                   : proto_fail(p, err, false);
     }
     req->keys = req->key;
     req->keys_len = req->nkey;

@@ -14,10 +14,10 @@
  */
 #include "proto.h"
 #include "proto_internal.h"
+#include "proto_token.h"
 
 #include <string.h>
 
-#include "util.h"
 
 /* The longest fixed-arity command, "cas k f e b c noreply", has 7 tokens. */
 #define MAX_TOKENS 8
@@ -39,106 +39,13 @@ proto_parser_reset(struct proto_parser *p)
     p->need = 0;
 }
 
-bool
-proto_read_u64(const struct token *t, uint64_t *out)
-{
-    const char *s = t->s;
-    size_t len = t->len;
-
-    if (len > 0 && s[0] == '+') {
-        s++;
-        len--;
-    }
-    /* Leading zeros are not digits of magnitude; skip them for the limit. */
-    while (len > 1 && s[0] == '0') {
-        s++;
-        len--;
-    }
-    return util_parse_uint(s, len, UINT64_MAX, out);
-}
-
-bool
-proto_read_u32(const struct token *t, uint32_t *out)
-{
-    uint64_t v;
-    if (!proto_read_u64(t, &v)) {
-        return false;
-    }
-    *out = (uint32_t)v;
-    return true;
-}
-
-bool
-proto_read_i32(const struct token *t, int64_t *out)
-{
-    struct token u = *t;
-    bool negative = false;
-    uint64_t mag;
-
-    if (u.len > 0 && u.s[0] == '-') {
-        negative = true;
-        u.s++;
-        u.len--;
-        if (u.len > 0 && u.s[0] == '+') {
-            return false;
-        }
-    }
-    if (!proto_read_u64(&u, &mag)) {
-        return false;
-    }
-    if (negative ? mag > (uint64_t)INT64_MAX + 1 : mag > (uint64_t)INT64_MAX) {
-        return false;
-    }
-    uint64_t bits = negative ? (uint64_t)0 - mag : mag;
-    *out = (int32_t)(uint32_t)bits;
-    return true;
-}
-
-size_t
-proto_tokenize(const char *line, size_t len, struct token *tok, size_t max,
-               const char **rest)
-{
-    size_t n = 0;
-    size_t i = 0;
-
-    *rest = NULL;
-    while (i < len) {
-        while (i < len && line[i] == ' ') {
-            i++;
-        }
-        if (i == len) {
-            break;
-        }
-        if (n == max) {
-            *rest = line + i;
-            break;
-        }
-        size_t start = i;
-        while (i < len && line[i] != ' ') {
-            i++;
-        }
-        tok[n].s = line + start;
-        tok[n].len = i - start;
-        n++;
-    }
-    return n;
-}
-
+/* memcached compares the last word as a C string: a NUL ends it. */
 static bool
 _is_noreply(const struct token *t)
 {
-    return t->len == 7 && memcmp(t->s, "noreply", 7) == 0;
-}
-
-enum proto_status
-proto_fail(struct proto_parser *p, enum proto_error err, bool noreply)
-{
-    p->error = err;
-    p->error_noreply = noreply;
-    if (err == PROTO_ERR_LINE_TOO_LONG || err == PROTO_ERR_HTTP) {
-        return PROTO_ECLOSE;
-    }
-    return PROTO_EREQ;
+    const char *nul = memchr(t->s, '\0', t->len);
+    size_t len = nul != NULL ? (size_t)(nul - t->s) : t->len;
+    return len == 7 && memcmp(t->s, "noreply", 7) == 0;
 }
 
 bool
@@ -228,7 +135,8 @@ _parse_storage(struct proto_parser *p, struct proto_request *req,
     if (ntok != base && ntok != base + 1) {
         return proto_fail(p, PROTO_ERR_UNKNOWN_COMMAND, false);
     }
-    req->noreply = ntok == base + 1 && _is_noreply(&tok[base]);
+    /* memcached looks for noreply in the last word, whatever the count */
+    req->noreply = _is_noreply(&tok[ntok - 1]);
     req->key = tok[1].s;
     req->nkey = tok[1].len;
     if (!proto_read_i32(&tok[4], &vlen) || vlen < 0 ||
@@ -284,7 +192,7 @@ _parse_key_arg(struct proto_parser *p, struct proto_request *req,
     if (ntok != 3 && ntok != 4) {
         return proto_fail(p, PROTO_ERR_UNKNOWN_COMMAND, false);
     }
-    req->noreply = ntok == 4 && _is_noreply(&tok[3]);
+    req->noreply = _is_noreply(&tok[ntok - 1]);
     req->key = tok[1].s;
     req->nkey = tok[1].len;
     if (!proto_key_valid(req->key, req->nkey)) {
@@ -374,6 +282,22 @@ _parse_verbosity(struct proto_parser *p, struct proto_request *req,
     return PROTO_OK;
 }
 
+/* cache_memlimit <megabytes> [noreply]; memcached answers a bad number
+ * with ERROR, silenced by noreply. */
+static enum proto_status
+_parse_memlimit(struct proto_parser *p, struct proto_request *req,
+                const struct token *tok, size_t ntok)
+{
+    if (ntok != 2 && ntok != 3) {
+        return proto_fail(p, PROTO_ERR_UNKNOWN_COMMAND, false);
+    }
+    req->noreply = _is_noreply(&tok[ntok - 1]);
+    if (!proto_read_u32(&tok[1], &req->level)) {
+        return proto_fail(p, PROTO_ERR_UNKNOWN_COMMAND, req->noreply);
+    }
+    return PROTO_OK;
+}
+
 static bool
 _is_http_request(const struct token *tok, size_t ntok, const char *rest,
                  const char *line, size_t len)
@@ -413,7 +337,10 @@ _parse_line(struct proto_parser *p, struct proto_request *req,
     if (ntok == 0) {
         return proto_fail(p, PROTO_ERR_UNKNOWN_COMMAND, false);
     }
-    if (!proto_cmd_lookup(tok[0].s, tok[0].len, &req->cmd)) {
+    if (tok[0].len == 4 && memcmp(tok[0].s, "bget", 4) == 0) {
+        /* memcached's old name for get, which it still answers */
+        req->cmd = PROTO_CMD_GET;
+    } else if (!proto_cmd_lookup(tok[0].s, tok[0].len, &req->cmd)) {
         if (_is_http_request(tok, ntok, rest, buf, line_len)) {
             return proto_fail(p, PROTO_ERR_HTTP, false);
         }
@@ -447,6 +374,7 @@ _parse_line(struct proto_parser *p, struct proto_request *req,
         return PROTO_OK;
     case PROTO_CMD_VERSION:
     case PROTO_CMD_QUIT:
+    case PROTO_CMD_SHUTDOWN:
         return PROTO_OK; /* trailing words are ignored, as by memcached */
     default:
         break;
@@ -473,6 +401,8 @@ _parse_line(struct proto_parser *p, struct proto_request *req,
         return _parse_flush_all(p, req, tok, ntok);
     case PROTO_CMD_VERBOSITY:
         return _parse_verbosity(p, req, tok, ntok);
+    case PROTO_CMD_MEMLIMIT:
+        return _parse_memlimit(p, req, tok, ntok);
     default:
         return proto_fail(p, PROTO_ERR_UNKNOWN_COMMAND, false);
     }
@@ -500,21 +430,10 @@ enum proto_status
 proto_parse(struct proto_parser *p, const char *buf, size_t len,
             size_t *consumed, struct proto_request *req)
 {
-    size_t eaten = 0;
+    size_t eaten;
 
-    *consumed = 0;
-    p->need = 0;
-    p->error = PROTO_ERR_NONE;
-    p->error_noreply = false;
-    if (p->swallow > 0) {
-        eaten = len < p->swallow ? len : (size_t)p->swallow;
-        p->swallow -= eaten;
-        *consumed = eaten;
-        if (p->swallow > 0 || eaten == len) {
-            return PROTO_EUNFIN;
-        }
-        buf += eaten;
-        len -= eaten;
+    if (proto_begin(p, &buf, &len, consumed, &eaten)) {
+        return PROTO_EUNFIN;
     }
 
     size_t limit = p->limits.max_line;
@@ -533,6 +452,12 @@ proto_parse(struct proto_parser *p, const char *buf, size_t len,
     size_t line_len = hdr - 1;
     if (line_len > 0 && buf[line_len - 1] == '\r') {
         line_len--;
+    }
+    /* memcached reads a command line as a C string: what follows a NUL
+     * is consumed with the line but not read. */
+    const char *nul = memchr(buf, '\0', line_len);
+    if (nul != NULL) {
+        line_len = (size_t)(nul - buf);
     }
 
     memset(req, 0, sizeof(*req));

@@ -232,3 +232,19 @@ record_newer(const struct record_meta *a, const struct record_meta *b)
     }
     return a->sid > b->sid;
 }
+
+void
+record_tombstone_of(const struct record_meta *m, uint64_t cas,
+                    struct record_meta *out)
+{
+    *out = *m;
+    out->kind = RECORD_TOMBSTONE;
+    out->flags = 0;
+    out->exptime = 0;
+    out->stale = false;
+    out->token = false;
+    out->binkey = false;
+    out->ctype = NULL;
+    out->nctype = 0;
+    out->cas = cas;
+}

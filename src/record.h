@@ -127,4 +127,13 @@ enum record_status record_verify(const uint8_t *rec, size_t len,
  */
 int record_newer(const struct record_meta *a, const struct record_meta *b);
 
+/*
+ * The tombstone that replaces the record `m`: the same stamp and server
+ * id, and nothing of the value (flags, exptime, the stale, token and
+ * base64 marks, content type); its cas is `cas` (the local lsn when
+ * tombstones are kept, T6, or the stamp).
+ */
+void record_tombstone_of(const struct record_meta *m, uint64_t cas,
+                         struct record_meta *out);
+
 #endif

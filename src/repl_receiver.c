@@ -289,7 +289,8 @@ _frame(struct repl_receiver *s, struct session *ss, const struct repl_frame *f)
  * fsync can take long and must not stall applying. Returns -1 on error.
  */
 static int
-_acknowledge(struct repl_receiver *s, struct session *ss, int fd, bool force)
+_acknowledge(struct repl_receiver *s, struct session *ss,
+             struct netio_stream *io, bool force)
 {
     /* R8: durable here. Under -fsync peer a peer's copy of our log says
      * nothing of this disk, and the -rts position must survive a power
@@ -310,7 +311,7 @@ _acknowledge(struct repl_receiver *s, struct session *ss, int fd, bool force)
     ss->next_ack = now + ACK_MS;
     uint8_t ack[REPL_ACK_LEN];
     repl_encode_ack(ack, s->rts, s->rts_seq);
-    return netio_send_all(fd, ack, sizeof(ack), 2000);
+    return netio_stream_send_all(io, ack, sizeof(ack), 2000);
 }
 
 /* Writes the durable position to the -rts file if it moved. */
@@ -340,7 +341,7 @@ _persist_main(void *arg)
 }
 
 enum repl_receiver_hs
-repl_receiver_handshake(int fd, struct repl_hello *h,
+repl_receiver_handshake(struct netio_stream *io, struct repl_hello *h,
                         const struct repl_auth *auth, int timeout_ms,
                         char *line, size_t cap)
 {
@@ -350,8 +351,8 @@ repl_receiver_handshake(int fd, struct repl_hello *h,
     int n = repl_auth_nonce(h->nonce) == 0
                 ? repl_hello_format(h, line, cap)
                 : -1;
-    if (n < 0 || netio_send_all(fd, line, (size_t)n, timeout_ms) != 0 ||
-        netio_read_line(fd, line, cap, timeout_ms) < 0) {
+    if (n < 0 || netio_stream_send_all(io, line, (size_t)n, timeout_ms) != 0 ||
+        netio_stream_read_line(io, line, cap, timeout_ms) < 0) {
         return REPL_RECEIVER_HS_EIO;
     }
     if (!repl_challenge_parse(line, snonce, proof)) {
@@ -369,8 +370,8 @@ repl_receiver_handshake(int fd, struct repl_hello *h,
     }
     repl_auth_proof(auth, REPL_AUTH_STANDBY, h->nonce, snonce, proof);
     n = snprintf(line, cap, "REPL AUTH %s\r\n", proof);
-    if (netio_send_all(fd, line, (size_t)n, timeout_ms) != 0 ||
-        netio_read_line(fd, line, cap, timeout_ms) < 0) {
+    if (netio_stream_send_all(io, line, (size_t)n, timeout_ms) != 0 ||
+        netio_stream_read_line(io, line, cap, timeout_ms) < 0) {
         return REPL_RECEIVER_HS_EIO;
     }
     return REPL_RECEIVER_HS_OK;
@@ -382,7 +383,8 @@ repl_receiver_handshake(int fd, struct repl_hello *h,
  * Returns 0, or -1 (logged) if the session must end.
  */
 static int
-_handshake(struct repl_receiver *s, int fd, char *line, size_t cap)
+_handshake(struct repl_receiver *s, struct netio_stream *io, char *line,
+           size_t cap)
 {
     struct repl_hello h = {REPL_VERSION, s->o.sid, s->rts,
                            REPL_FLAG_ALLOW_RESYNC, ""};
@@ -390,14 +392,23 @@ _handshake(struct repl_receiver *s, int fd, char *line, size_t cap)
         h.flags |= REPL_FLAG_OWN; /* R6 */
     }
 
-    switch (repl_receiver_handshake(fd, &h, s->o.auth, HELLO_TIMEOUT_MS, line,
+    switch (repl_receiver_handshake(io, &h, s->o.auth, HELLO_TIMEOUT_MS, line,
                                     cap)) {
     case REPL_RECEIVER_HS_OK:
         return 0;
-    case REPL_RECEIVER_HS_EIO:
-        log_limited(s->log, LOG_WARN, "repl: no answer from %s:%d",
-                    s->o.host, s->o.port);
+    case REPL_RECEIVER_HS_EIO: {
+        char why[256];
+        if (netio_stream_tls_error(io, why, sizeof(why))) {
+            /* TLS 1.3 tells a client its certificate was refused only
+             * once it reads. */
+            log_limited(s->log, LOG_ERROR, "repl: master %s:%d ended the "
+                        "TLS session: %s", s->o.host, s->o.port, why);
+        } else {
+            log_limited(s->log, LOG_WARN, "repl: no answer from %s:%d",
+                        s->o.host, s->o.port);
+        }
         return -1;
+    }
     case REPL_RECEIVER_HS_NOPROOF:
         log_limited(s->log, LOG_ERROR, "repl: master %s:%d did not "
                     "authenticate (has it no -rkey?); refusing its "
@@ -457,7 +468,7 @@ _read_ahead(struct repl_receiver *s, const struct buf *in, struct ahead *a)
 }
 
 static void
-_session(struct repl_receiver *s, int fd)
+_session(struct repl_receiver *s, struct netio_stream *io)
 {
     char line[REPL_LINE_MAX];
     struct session ss;
@@ -465,7 +476,7 @@ _session(struct repl_receiver *s, int fd)
 
     memset(&ss, 0, sizeof(ss));
     buf_init(&ss.in);
-    if (_handshake(s, fd, line, sizeof(line)) != 0) {
+    if (_handshake(s, io, line, sizeof(line)) != 0) {
         return;
     }
     if (sscanf(line, "REPL OK %u", &master_sid) != 1 &&
@@ -487,7 +498,7 @@ _session(struct repl_receiver *s, int fd)
     ss.wack = repl_line_wants_wack(line);
     ss.last_frame_ms = util_mono_ms();
     while (!_stopping(s)) {
-        int r = netio_wait_readable(fd, 50);
+        int r = netio_stream_wait_readable(io, 50);
         if (r < 0) {
             break;
         }
@@ -500,8 +511,8 @@ _session(struct repl_receiver *s, int fd)
                     got = -1;
                     break;
                 }
-                got = recv(fd, buf_tail(&ss.in), buf_room(&ss.in),
-                           MSG_DONTWAIT);
+                got = netio_stream_recv(io, buf_tail(&ss.in),
+                                        buf_room(&ss.in));
                 if (got <= 0) {
                     break;
                 }
@@ -558,7 +569,7 @@ _session(struct repl_receiver *s, int fd)
             uint8_t wack[REPL_ACK_LEN];
             repl_encode_ack_type(wack, REPL_FRAME_WACK, ss.pos_lsn,
                                  ss.pos_seq);
-            if (netio_send_all(fd, wack, sizeof(wack), 2000) != 0) {
+            if (netio_stream_send_all(io, wack, sizeof(wack), 2000) != 0) {
                 break;
             }
             ss.wacked = ss.pos_lsn;
@@ -584,12 +595,12 @@ _session(struct repl_receiver *s, int fd)
         if (ss.heard_end) {
             _first_outcome(s, REPL_RECEIVER_FIRST_CAUGHT_UP);
         }
-        if (_acknowledge(s, &ss, fd, false) != 0) {
+        if (_acknowledge(s, &ss, io, false) != 0) {
             break;
         }
     }
     txn_wait_applied(&s->batch);
-    _acknowledge(s, &ss, fd, true);
+    _acknowledge(s, &ss, io, true);
     buf_deinit(&ss.in);
 }
 
@@ -601,11 +612,13 @@ _main(void *arg)
     util_thread_name("kura-recv");
 
     while (!_stopping(s)) {
-        int fd = netio_connect(s->o.host, s->o.port, 2000);
-        if (fd < 0) {
-            log_limited(s->log, LOG_WARN, "repl: cannot reach master %s:%d: "
-                        "%s; retrying", s->o.host, s->o.port,
-                        strerror(errno));
+        struct netio_stream io;
+        char why[512];
+        if (netio_stream_connect(&io, s->o.host, s->o.port, s->o.tls, 2000,
+                                 why, sizeof(why)) != 0) {
+            log_limited(s->log, LOG_WARN, "repl: master %s:%d%s: %s; "
+                        "retrying", s->o.host, s->o.port,
+                        s->o.tls != NULL ? " (TLS)" : "", why);
             pthread_mutex_lock(&s->lock);
             s->st.connect_failures++;
             pthread_mutex_unlock(&s->lock);
@@ -615,16 +628,16 @@ _main(void *arg)
         }
         s->peer_back_until = 0; /* it listens */
         pthread_mutex_lock(&s->lock);
-        s->fd = fd;
+        s->fd = io.fd;
         pthread_mutex_unlock(&s->lock);
         uint64_t started = util_mono_ms();
-        _session(s, fd);
+        _session(s, &io);
         pthread_mutex_lock(&s->lock);
         s->fd = -1;
         s->st.connected = false;
         pthread_mutex_unlock(&s->lock);
         _first_outcome(s, REPL_RECEIVER_FIRST_FAILED); /* if it had not */
-        close(fd);
+        netio_stream_close(&io);
         if (util_mono_ms() - started > 1000) {
             backoff = BACKOFF_MIN_MS;
         }

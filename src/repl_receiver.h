@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "log.h"
+#include "netio.h"
 #include "repl_auth.h"
 #include "repl_proto.h"
 #include "txn.h"
@@ -63,6 +64,8 @@ struct repl_receiver_options {
     const struct repl_auth *auth; /* borrowed; must outlive the receiver */
     bool own_back;          /* ask for our own records back (R6) until a
                                session has caught up once */
+    struct tls_ctx *tls;    /* -mtls: the link's TLS client context
+                               (borrowed); NULL: plaintext */
 };
 
 struct repl_receiver;
@@ -128,7 +131,8 @@ enum repl_receiver_hs {
 };
 
 /*
- * Opens a replication session on the connected socket `fd` as a standby:
+ * Opens a replication session on the connected stream `io` (plaintext or
+ * TLS, netio.h) as a standby:
  * fills h->nonce, sends the hello `h` and, if the master challenges,
  * checks its proof and answers with ours (repl_auth.h, `auth` may be
  * disabled). A master without a key answers at once, which a standby
@@ -138,7 +142,8 @@ enum repl_receiver_hs {
  * ...". Each step waits at most `timeout_ms`. Used by the standby thread
  * and by `kura backup`; any thread.
  */
-enum repl_receiver_hs repl_receiver_handshake(int fd, struct repl_hello *h,
+enum repl_receiver_hs repl_receiver_handshake(struct netio_stream *io,
+                                              struct repl_hello *h,
                                               const struct repl_auth *auth,
                                               int timeout_ms, char *line,
                                               size_t cap);

@@ -28,7 +28,7 @@
 
 struct sender {
     struct repl_sender *m;
-    int fd;
+    struct netio_stream io; /* the peer's connection, plaintext or TLS */
     pthread_t thread;
     struct repl_hello hello;
     _Atomic bool stop;
@@ -226,8 +226,8 @@ _flush(struct sender *s)
     if (buf_len(&s->out) == 0) {
         return 0;
     }
-    int rc = netio_send_all(s->fd, buf_head(&s->out), buf_len(&s->out),
-                            SEND_TIMEOUT_MS);
+    int rc = netio_stream_send_all(&s->io, buf_head(&s->out),
+                                   buf_len(&s->out), SEND_TIMEOUT_MS);
     buf_reset(&s->out);
     return rc;
 }
@@ -246,13 +246,14 @@ _send_line(struct sender *s, const char *fmt, uint32_t arg)
 {
     char line[128];
     int n = snprintf(line, sizeof(line), fmt, arg);
-    return netio_send_all(s->fd, line, (size_t)n, SEND_TIMEOUT_MS);
+    return netio_stream_send_all(&s->io, line, (size_t)n, SEND_TIMEOUT_MS);
 }
 
 static int
 _send_text(struct sender *s, const char *text)
 {
-    return netio_send_all(s->fd, text, strlen(text), SEND_TIMEOUT_MS);
+    return netio_stream_send_all(&s->io, text, strlen(text),
+                                 SEND_TIMEOUT_MS);
 }
 
 /* The peer's address, for log lines. */
@@ -293,9 +294,9 @@ _authenticate(struct sender *s)
     char snonce[REPL_NONCE_HEX + 1];
     char proof[REPL_PROOF_HEX + 1];
 
-    _peer_name(s->fd, peer, sizeof(peer));
+    _peer_name(s->io.fd, peer, sizeof(peer));
     if (!m->auth->enabled) {
-        if (repl_auth_peer_is_local(s->fd)) {
+        if (repl_auth_peer_is_local(s->io.fd)) {
             return true;
         }
         _send_text(s, "REPL ERROR replication from another host needs a "
@@ -313,7 +314,8 @@ _authenticate(struct sender *s)
     if (_send_text(s, line) != 0) {
         return false;
     }
-    if (netio_read_line(s->fd, line, sizeof(line), AUTH_TIMEOUT_MS) < 0 ||
+    if (netio_stream_read_line(&s->io, line, sizeof(line),
+                               AUTH_TIMEOUT_MS) < 0 ||
         !repl_auth_line_parse(line, proof) ||
         !repl_auth_verify(m->auth, REPL_AUTH_STANDBY, s->hello.nonce, snonce,
                           proof)) {
@@ -464,7 +466,7 @@ _read_acks(struct sender *s, struct peer *p, uint8_t *buf, size_t *have,
            size_t cap)
 {
     for (;;) {
-        ssize_t n = recv(s->fd, buf + *have, cap - *have, MSG_DONTWAIT);
+        ssize_t n = netio_stream_recv(&s->io, buf + *have, cap - *have);
         if (n == 0) {
             return -1;
         }
@@ -525,12 +527,13 @@ _acks_main(void *arg)
     util_thread_name("kura-acks");
 
     while (!_stopped(s)) {
-        int r = netio_wait_readable(s->fd, 100);
+        int r = netio_stream_wait_readable(&s->io, 100);
         if (r == 0) {
             continue;
         }
-        ssize_t n = r < 0 ? -1 : recv(s->fd, buf + have, sizeof(buf) - have,
-                                      MSG_DONTWAIT);
+        ssize_t n = r < 0 ? -1
+                          : netio_stream_recv(&s->io, buf + have,
+                                              sizeof(buf) - have);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
                       errno == EINTR)) {
             continue;
@@ -728,7 +731,7 @@ _serve_backup(struct sender *s)
     s->hold = floor;
     pthread_mutex_unlock(&m->lock);
 
-    _peer_name(s->fd, peer, sizeof(peer));
+    _peer_name(s->io.fd, peer, sizeof(peer));
     if (!_send_backup(s, peer)) {
         log_warn(m->log, "repl: backup by %s ended early", peer);
     }
@@ -748,7 +751,11 @@ _sender_main(void *arg)
     uint64_t last_lsn;
     uint64_t last_seq;
 
-    fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) & ~O_NONBLOCK);
+    if (s->io.tls == NULL) {
+        /* Plaintext: blocking, each call bounded by its own deadline. A
+         * TLS stream stays non-blocking and polls (netio.h). */
+        fcntl(s->io.fd, F_SETFL, fcntl(s->io.fd, F_GETFL) & ~O_NONBLOCK);
+    }
     if (!_authenticate(s)) {
         goto done;
     }
@@ -840,9 +847,14 @@ done:
     ulog_reader_close(r);
     _detach(m, s, p);
     _persist_peers(m, true);
+    if (s->io.tls != NULL) {
+        pthread_mutex_lock(&s->io.lock);
+        tls_session_close_notify(s->io.tls);
+        pthread_mutex_unlock(&s->io.lock);
+    }
     /* The descriptor is closed when the thread is reaped, so that
      * repl_sender_destroy() never shuts down a reused descriptor. */
-    shutdown(s->fd, SHUT_RDWR);
+    shutdown(s->io.fd, SHUT_RDWR);
     buf_deinit(&s->out);
     atomic_store(&s->finished, true);
     return NULL;
@@ -870,7 +882,8 @@ _reap(struct repl_sender *m, bool all)
         struct sender *s = done;
         done = s->next;
         pthread_join(s->thread, NULL);
-        close(s->fd);
+        netio_stream_deinit(&s->io);
+        close(s->io.fd);
         free(s);
     }
 }
@@ -890,20 +903,22 @@ repl_sender_on_follower(struct repl_sender *m,
 }
 
 int
-repl_sender_accept(struct repl_sender *m, int fd, const char *args,
-                   size_t args_len)
+repl_sender_accept(struct repl_sender *m, int fd, struct tls_session *tls,
+                   const char *args, size_t args_len)
 {
     struct sender *s = calloc(1, sizeof(*s));
     if (s == NULL) {
+        tls_session_free(tls);
         return -1;
     }
     _reap(m, false);
     s->m = m;
-    s->fd = fd;
+    netio_stream_init(&s->io, fd, tls);
     buf_init(&s->out);
     if (!repl_hello_parse(args, args_len, &s->hello)) {
         const char *msg = "REPL ERROR bad request\r\n";
-        netio_send_all(fd, msg, strlen(msg), 1000);
+        netio_stream_send_all(&s->io, msg, strlen(msg), 1000);
+        netio_stream_deinit(&s->io);
         free(s);
         return -1;
     }
@@ -911,6 +926,7 @@ repl_sender_accept(struct repl_sender *m, int fd, const char *args,
     if (m->stopping ||
         pthread_create(&s->thread, NULL, _sender_main, s) != 0) {
         pthread_mutex_unlock(&m->lock);
+        netio_stream_deinit(&s->io);
         free(s);
         return -1;
     }
@@ -954,7 +970,7 @@ repl_sender_destroy(struct repl_sender *m)
     m->stopping = true;
     for (struct sender *s = m->senders; s != NULL; s = s->next) {
         atomic_store(&s->stop, true);
-        shutdown(s->fd, SHUT_RDWR); /* unblocks a send in progress */
+        shutdown(s->io.fd, SHUT_RDWR); /* unblocks a send in progress */
     }
     pthread_mutex_unlock(&m->lock);
     _reap(m, true);

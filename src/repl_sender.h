@@ -1,8 +1,9 @@
 /*
  * repl_sender: serving the update log to standbys and master/master peers.
  *
- * A peer connects to the ordinary port and sends "REPL ..." (repl_proto.h);
- * the worker hands the socket over here and one sender thread per peer
+ * A peer connects to the ordinary port, or over TLS to -tlsport, and sends
+ * "REPL ..." (repl_proto.h); the worker hands the socket (and its TLS
+ * session, netio.h's streams) over here and one sender thread per peer
  * streams log records to it from the position it asked for, skipping the
  * records that originated at that peer (so nothing is ever sent back to
  * where it came from). When that position is older than the oldest kept
@@ -81,6 +82,7 @@
 #include "repl_auth.h"
 #include "repl_proto.h"
 #include "store.h"
+#include "tls.h"
 #include "txn.h"
 #include "ulog.h"
 
@@ -130,10 +132,12 @@ void repl_sender_on_follower(struct repl_sender *m,
 
 /*
  * Takes over `fd`, a connection whose first line was "REPL <args>", and
- * serves it on a new thread. Returns 0, or -1 (the caller closes `fd`).
+ * serves it on a new thread; `tls` is its TLS session, or NULL in
+ * plaintext. Returns 0, or -1 (the caller closes `fd`). The session is
+ * this module's either way.
  */
-int repl_sender_accept(struct repl_sender *m, int fd, const char *args,
-                       size_t args_len);
+int repl_sender_accept(struct repl_sender *m, int fd, struct tls_session *tls,
+                       const char *args, size_t args_len);
 
 /*
  * Lowest lsn every known peer has acknowledged, and every backup in

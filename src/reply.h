@@ -51,6 +51,9 @@ enum reply_code {
     REPLY_AUTH_FAILED,     /* the credentials were refused */
     REPLY_AUTH_MALFORMED,  /* a text token that is not "user password" */
     REPLY_TOO_LARGE,       /* the value would exceed the item size limit */
+    REPLY_NO_SHUTDOWN,     /* ERROR: shutdown not enabled */
+    REPLY_MEMLIMIT_TOO_SMALL, /* cache_memlimit under 8 */
+    REPLY_MEMLIMIT_NOT_BYTES, /* cache_memlimit over 10^9 megabytes */
     REPLY_CODE_COUNT
 };
 
@@ -135,6 +138,10 @@ bool reply_noop(struct buf *out, const struct proto_request *req);
 bool reply_stat(struct buf *out, const struct proto_request *req,
                 const char *name, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* One statistic whose value is `n` bytes at `value` (any length). */
+bool reply_stat_bytes(struct buf *out, const struct proto_request *req,
+                      const char *name, const void *value, size_t n);
 
 /* The end of a stats listing: "END" or the empty binary stat frame. */
 bool reply_stats_end(struct buf *out, const struct proto_request *req);

@@ -4,7 +4,7 @@
  * opcode answers only errors (and a get's hits), an error carries its
  * message as the value.
  */
-#include "reply_internal.h"
+#include "reply_members.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
  * Connection when the server will close), the ones a record gives
  * (Content-Type, ETag from its cas), and short JSON bodies for errors.
  */
-#include "reply_internal.h"
+#include "reply_members.h"
 
 #include <assert.h>
 #include <inttypes.h>

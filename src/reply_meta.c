@@ -5,7 +5,7 @@
  * are the text protocol's lines. q silences EN for mg and HD for the
  * others, as memcached 1.6 does.
  */
-#include "reply_internal.h"
+#include "reply_members.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -32,8 +32,8 @@ _flags(struct buf *out, const struct proto_request *req,
 {
     const struct proto_meta *m = &req->meta;
     char tmp[UTIL_U64_DIGITS + 4];
-    for (size_t i = 0; i < m->nret; i++) {
-        char f = m->ret[i];
+    for (size_t i = 0; i < m->norder; i++) {
+        char f = m->order[i];
         if (strchr(allowed, f) == NULL ||
             (it == NULL && strchr("fhlst", f) != NULL)) {
             continue; /* a failure has no item to describe */
@@ -105,9 +105,10 @@ _win(struct buf *out, const struct reply_item *it)
     return !it->stale || reply_raw(out, " X", 2);
 }
 
-/* The flags each command's replies can carry. */
+/* The flags each command's replies can carry: an ms failure says c0, an
+ * ma failure (NF, EX) only O and k. */
 static const char *
-_allowed(const struct proto_request *req)
+_allowed(const struct proto_request *req, enum reply_code code)
 {
     switch (req->cmd) {
     case PROTO_CMD_MS:
@@ -115,7 +116,7 @@ _allowed(const struct proto_request *req)
     case PROTO_CMD_MD:
         return "kO";
     case PROTO_CMD_MA:
-        return "ctkO";
+        return code == REPLY_STORED ? "ctkO" : "kO";
     case PROTO_CMD_ME:
         return "";
     default:
@@ -150,7 +151,8 @@ reply_meta_result(struct buf *out, const struct proto_request *req,
     default:
         return reply_text_code(out, code);
     }
-    return reply_raw(out, word, 2) && _flags(out, req, it, _allowed(req)) &&
+    return reply_raw(out, word, 2) &&
+           _flags(out, req, it, _allowed(req, code)) &&
            reply_raw(out, "\r\n", 2);
 }
 

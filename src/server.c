@@ -33,6 +33,7 @@
 #include "stats.h"
 #include "store.h"
 #include "sweeper.h"
+#include "tlsconf.h"
 #include "txn.h"
 #include "ulog.h"
 #include "util.h"
@@ -79,6 +80,9 @@ struct server {
     struct repl_auth auth;       /* -rkey */
     struct auth clients;         /* -auth */
     struct access_table access;  /* meta h and l */
+    struct detail detail;        /* stats detail */
+    struct conntab conntab;      /* stats conns */
+    bool conntab_ready;
     bool access_ready;
     struct repl_sender *sender;  /* serves peers; with an update log */
     struct repl_receiver *receiver; /* follows -mhost */
@@ -91,6 +95,9 @@ struct server {
     struct event_base *base;
     struct listener listener;
     bool bound;                  /* the listener holds the port */
+    struct tlsconf tls;          /* -tlsport and -mtls contexts */
+    struct listener tls_listener; /* -tlsport */
+    bool tls_bound;
     struct sweeper sweeper;
     bool sweeping;
     struct event *sig_term;
@@ -116,6 +123,14 @@ _sum_counters(struct server *srv, uint64_t out[STATS_COUNT])
     }
 }
 
+/* Connections accepted on both ports. */
+static uint64_t
+_total_conns(struct server *srv)
+{
+    return atomic_load(&srv->listener.total_conns) +
+           atomic_load(&srv->tls_listener.total_conns);
+}
+
 static void
 _snapshot(void *arg, struct stats_snapshot *snap)
 {
@@ -127,15 +142,17 @@ _snapshot(void *arg, struct stats_snapshot *snap)
     for (int i = 0; i < STATS_COUNT; i++) {
         snap->counters[i] = sums[i] - srv->baseline[i];
     }
-    snap->total_connections =
-        atomic_load(&srv->listener.total_conns) - srv->total_conns_baseline;
+    snap->total_connections = _total_conns(srv) - srv->total_conns_baseline;
     pthread_mutex_unlock(&srv->baseline_lock);
     snap->counters[STATS_RECLAIMED] += atomic_load(&srv->sweeper.reclaimed);
     snap->started_s = srv->started_s;
     snap->curr_connections = atomic_load(&srv->shared.curr_conns);
-    snap->rejected_connections = atomic_load(&srv->listener.rejected_conns);
-    snap->listen_disabled_num = atomic_load(&srv->listener.disabled_count);
-    snap->listen_disabled_us = atomic_load(&srv->listener.disabled_us);
+    snap->rejected_connections = atomic_load(&srv->listener.rejected_conns) +
+                                 atomic_load(&srv->tls_listener.rejected_conns);
+    snap->listen_disabled_num = atomic_load(&srv->listener.disabled_count) +
+                                atomic_load(&srv->tls_listener.disabled_count);
+    snap->listen_disabled_us = atomic_load(&srv->listener.disabled_us) +
+                               atomic_load(&srv->tls_listener.disabled_us);
     snap->accepting_conns = atomic_load(&srv->listener.accepting);
     snap->threads = srv->nworkers;
     snap->verbosity = atomic_load(&srv->verbosity);
@@ -167,6 +184,14 @@ _snapshot(void *arg, struct stats_snapshot *snap)
     if (srv->sender != NULL) {
         snap->npeers = repl_sender_stats(srv->sender, snap->peers,
                                          REPL_MAX_PEERS);
+    }
+    if (srv->tls.server != NULL) {
+        tls_ctx_stats(srv->tls.server, &snap->tls);
+    }
+    if (srv->tls.client != NULL) {
+        struct tls_stats link;
+        tls_ctx_stats(srv->tls.client, &link);
+        snap->tls_link_not_after = link.not_after;
     }
 }
 
@@ -227,18 +252,39 @@ _tombstone_limits(void *arg, uint64_t *acked, uint64_t *source)
                                     : UINT64_MAX;
 }
 
-/* A client sent REPL: hand its socket to the replication sender. */
+/*
+ * A client sent REPL: hand its socket, and its TLS session if any, to the
+ * replication sender. A server that checks certificates (-tlsca) or
+ * replicates over TLS (-mtls) serves replication to other hosts only over
+ * TLS: the plaintext port would skip the check and carry the stream in
+ * the clear.
+ */
 static int
-_handoff(void *arg, int fd, const struct proto_request *req)
+_handoff(void *arg, int fd, struct tls_session *tls,
+         const struct proto_request *req)
 {
     struct server *srv = arg;
+    const struct settings *s = srv->settings;
+    const char *refusal = NULL;
     if (srv->sender == NULL) {
-        static const char msg[] = "REPL ERROR this server has no update log\r\n";
-        ssize_t w = send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        refusal = "REPL ERROR this server has no update log\r\n";
+    } else if (tls == NULL && (s->mtls || s->tls_ca[0] != '\0') &&
+               !repl_auth_peer_is_local(fd)) {
+        refusal = "REPL ERROR this server replicates to other hosts only "
+                  "over TLS: connect to its -tlsport\r\n";
+        log_limited(&srv->log, LOG_WARN, "repl: refused replication over "
+                    "the plaintext port from another host (this server has "
+                    "%s)", s->mtls ? "-mtls" : "-tlsca");
+    }
+    if (refusal != NULL) {
+        ssize_t w = send(fd, refusal, strlen(refusal),
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)w;
+        tls_session_free(tls);
         return -1;
     }
-    return repl_sender_accept(srv->sender, fd, req->args, req->args_len);
+    return repl_sender_accept(srv->sender, fd, tls, req->args,
+                              req->args_len);
 }
 
 static void
@@ -250,7 +296,7 @@ _reset(void *arg)
     _sum_counters(srv, sums);
     pthread_mutex_lock(&srv->baseline_lock);
     memcpy(srv->baseline, sums, sizeof(sums));
-    srv->total_conns_baseline = atomic_load(&srv->listener.total_conns);
+    srv->total_conns_baseline = _total_conns(srv);
     pthread_mutex_unlock(&srv->baseline_lock);
 }
 
@@ -293,6 +339,7 @@ _on_signal(evutil_socket_t sig, short what, void *arg)
         } else {
             log_info(&srv->log, "log reopened on SIGHUP");
         }
+        tlsconf_reload(&srv->tls, &srv->log);
         _notify_systemd(srv, "READY=1");
         return;
     }
@@ -569,6 +616,7 @@ _open_storage(struct server *srv, char *err, size_t errlen)
         util_strlcpy(ro.rts_path, s->rts_path, sizeof(ro.rts_path));
         ro.scratch_cap = scratch;
         ro.auth = &srv->auth;
+        ro.tls = srv->tls.client;
         /* R6: a crash may have cut writes the peer holds from our log. */
         ro.own_back = rep.unclean && !s->uas &&
                       s->fsync != ULOG_FSYNC_ALWAYS;
@@ -600,6 +648,8 @@ _start_workers(struct server *srv, char *err, size_t errlen)
     }
     srv->access_ready = true;
     srv->penv.access = &srv->access;
+    detail_init(&srv->detail);
+    srv->penv.detail = &srv->detail;
     srv->shared.penv = &srv->penv;
     srv->shared.eng = &srv->eng;
     srv->shared.ulog = srv->ulog;
@@ -611,6 +661,8 @@ _start_workers(struct server *srv, char *err, size_t errlen)
     srv->shared.limits.item_max = s->item_max;
     srv->shared.limits.http = !s->nohttp;
     srv->shared.idle_timeout_s = s->tout;
+    srv->shared.tls = srv->tls.server;
+    srv->shared.tls_timeout_ms = (int)s->tls_tout_s * 1000;
     srv->shared.watermark = SERVER_WATERMARK;
     srv->shared.prefetch_depth = SERVER_PREFETCH_DEPTH;
     atomic_init(&srv->shared.curr_conns, 0);
@@ -654,16 +706,24 @@ _serve(struct server *srv, char *err, size_t errlen)
 {
     const struct settings *s = srv->settings;
 
-    if (listener_start(&srv->listener, err, errlen) != 0) {
+    (void)conntab_add(&srv->conntab, srv->listener.fd, true, conntab_now());
+    if (srv->tls_bound) {
+        (void)conntab_add(&srv->conntab, srv->tls_listener.fd, true,
+                          conntab_now());
+    }
+    if (listener_start(&srv->listener, err, errlen) != 0 ||
+        (srv->tls_bound &&
+         listener_start(&srv->tls_listener, err, errlen) != 0)) {
         return -1;
     }
     char db[DBSPEC_PATH_MAX + 128];
     dbspec_format(&s->db, db, sizeof(db));
     log_info(&srv->log,
-             "kurad %s started: pid %ld, listening on %s, %d threads, "
+             "kurad %s started: pid %ld, listening on %s%s%s, %d threads, "
              "database %s",
              PACKAGE_VERSION, (long)getpid(), srv->listener.name,
-             srv->nworkers, db);
+             srv->tls_bound ? " and, over TLS, " : "",
+             srv->tls_bound ? srv->tls_listener.name : "", srv->nworkers, db);
     daemon_notify(srv->notify_fd, NULL);
     srv->notify_fd = -1;
     /* The same moment for systemd (Type=notify). Under -dmn the process
@@ -776,8 +836,19 @@ _start(struct server *srv, char *err, size_t errlen)
                  "more)",
                  (unsigned long long)got, s->maxconn, srv->maxconn);
     }
+    if (conntab_init(&srv->conntab, got) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    srv->conntab_ready = true;
+    srv->penv.conntab = &srv->conntab;
+    srv->shared.conntab = &srv->conntab;
     /* Before the database: a bad password file changes nothing. */
     if (auth_load(&srv->clients, s->auth_path, err, errlen) != 0) {
+        return -1;
+    }
+    /* So is a bad certificate or key. */
+    if (tlsconf_open(&srv->tls, s, &srv->log, err, errlen) != 0) {
         return -1;
     }
     if (_open_storage(srv, err, errlen) != 0) {
@@ -794,11 +865,21 @@ _start(struct server *srv, char *err, size_t errlen)
     /* The port is taken now, so a port in use fails the start at once;
      * clients are refused until _serve() listens. */
     srv->bound = true;
-    if (listener_open(&srv->listener, srv->base, s->host, s->port,
+    if (listener_open(&srv->listener, srv->base, s->host, s->port, false,
                       srv->workers, srv->nworkers, srv->maxconn,
                       &srv->shared.curr_conns, &srv->log, err,
                       errlen) != 0) {
         return -1;
+    }
+    if (s->tls_port != 0) {
+        srv->tls_bound = true;
+        const char *host = s->tls_host[0] != '\0' ? s->tls_host : s->host;
+        if (listener_open(&srv->tls_listener, srv->base, host,
+                          s->tls_port, true, srv->workers, srv->nworkers,
+                          srv->maxconn, &srv->shared.curr_conns, &srv->log,
+                          err, errlen) != 0) {
+            return -1;
+        }
     }
     if (sweeper_init(&srv->sweeper, &srv->eng, &srv->log, SWEEPER_SLICE_KEYS,
                      SWEEPER_PAUSE_MS, s->item_max + RECORD_HEADER_MAX + 1,
@@ -836,6 +917,9 @@ _stop(struct server *srv)
 
     if (srv->bound) {
         listener_close(&srv->listener);
+    }
+    if (srv->tls_bound) {
+        listener_close(&srv->tls_listener);
     }
     if (srv->catchup != NULL) {
         event_free(srv->catchup);
@@ -898,8 +982,13 @@ _stop(struct server *srv)
     signal(SIGHUP, SIG_IGN);
     if (srv->access_ready) {
         access_deinit(&srv->access);
+        detail_deinit(&srv->detail);
+    }
+    if (srv->conntab_ready) {
+        conntab_deinit(&srv->conntab);
     }
     auth_free(&srv->clients);
+    tlsconf_close(&srv->tls);
     pidfile_release(&srv->pid);
     return status;
 }

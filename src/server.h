@@ -13,7 +13,9 @@
  * SIGTERM/SIGINT: stop accepting, let every worker finish its pass
  * (commit, send), close connections, stop replication and the sweeper,
  * sync and close the log and the database, remove the pid file. SIGHUP
- * reopens the log.
+ * reopens the log and reloads the TLS material (tlsconf.h). The TLS
+ * contexts are made right after the client passwords are read; the TLS
+ * port (-tlsport) is a second listener beside the plaintext one.
  *
  * Thread-safety: server_run() is called once, from main().
  */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cmdmask.h"
+#include "tls.h"
 #include "util.h"
 
 int
@@ -38,6 +39,8 @@ settings_init(struct settings *s)
     s->catchup_s = SETTINGS_DEFAULT_CATCHUP_S;
     s->maxconn = SETTINGS_DEFAULT_MAXCONN;
     s->item_max = SETTINGS_DEFAULT_ITEM_MAX;
+    s->tls_min = TLS_MIN_12;
+    s->tls_tout_s = SETTINGS_DEFAULT_TLS_TOUT_S;
 }
 
 void
@@ -52,7 +55,10 @@ settings_usage(FILE *out, const char *prog)
         "        [-ulim num] [-uas] [-sid num] [-mhost name] [-mport num]\n"
         "        [-rts path] [-catchup secs] [-mask expr] [-unmask expr]\n"
         "        [-maxconn num] [-itemmax size] [-fsync policy] [-ukeep num]\n"
-        "        [-ckpt secs] [-rkey path] [-auth path] [-nohttp] [dbname]\n"
+        "        [-ckpt secs] [-rkey path] [-auth path] [-nohttp]\n"
+        "        [-tlsport num] [-tlshost name] [-tlscert path] [-tlskey path]\n"
+        "        [-tlsca path] [-mtls] [-tlsmin 1.2|1.3] [-tlsciphers list]\n"
+        "        [-tlssuites list] [-tlstout secs] [-tlsktls] [dbname]\n"
         "\n"
         "  -host name     address to listen on (default %s; 0.0.0.0 for all)\n"
         "  -port num      TCP port (default %d); 0 makes -host a unix socket\n"
@@ -91,6 +97,23 @@ settings_usage(FILE *out, const char *prog)
         "  -unmask expr   allow commands refused by an earlier -mask\n"
         "  -maxconn num   client connection limit (default %d)\n"
         "  -itemmax size  largest value accepted (default 1m)\n"
+        "  -tlsport num   also serve every protocol over TLS on this port\n"
+        "  -tlshost name  address of the TLS port (default: -host's), e.g.\n"
+        "                 0.0.0.0 with -host 127.0.0.1\n"
+        "  -tlscert path  certificate chain (PEM) for -tlsport and -mtls\n"
+        "  -tlskey path   its private key (PEM, mode 600)\n"
+        "  -tlsca path    CA (PEM) that clients on -tlsport must present a\n"
+        "                 certificate from (mutual TLS), and that -mtls\n"
+        "                 checks the master against\n"
+        "  -mtls          replicate from -mhost over TLS (-mport is then\n"
+        "                 its -tlsport); only over TLS to other hosts\n"
+        "  -tlsmin v      lowest TLS version accepted: 1.2 (default) or 1.3\n"
+        "  -tlsciphers l  TLS 1.2 ciphers (OpenSSL list; default OpenSSL's)\n"
+        "  -tlssuites l   TLS 1.3 cipher suites (default OpenSSL's)\n"
+        "  -tlstout secs  close a TLS client not through its handshake in\n"
+        "                 secs (default %d)\n"
+        "  -tlsktls       let the kernel do TLS records (kTLS) where it\n"
+        "                 offers it\n"
         "  dbname         path.tch[#bnum=N#apow=N#fpow=N#opts=ldbt#rcnum=N\n"
         "                 #xmsiz=N#dfunit=N], or * for memory only\n"
         "                 (default %s)\n",
@@ -98,7 +121,8 @@ settings_usage(FILE *out, const char *prog)
         settings_default_thnum(), SETTINGS_DEFAULT_PID,
         SETTINGS_DEFAULT_UKEEP, SETTINGS_DEFAULT_CKPT_S, SETTINGS_DEFAULT_SID,
         SETTINGS_DEFAULT_PORT, SETTINGS_DEFAULT_CATCHUP_S,
-        SETTINGS_DEFAULT_MAXCONN, SETTINGS_DEFAULT_DB);
+        SETTINGS_DEFAULT_MAXCONN, SETTINGS_DEFAULT_TLS_TOUT_S,
+        SETTINGS_DEFAULT_DB);
 }
 
 /* Makes `path` absolute against the current directory, in place. */
@@ -146,6 +170,65 @@ _copy_arg(const char *flag, char *dst, size_t size, const char *v, char *err,
         return false;
     }
     return true;
+}
+
+/* Handles the TLS flags that take a value. Returns false on error. */
+static bool
+_parse_tls(struct settings *s, const char *flag, const char *v, char *err,
+           size_t errlen)
+{
+    int64_t n;
+
+    if (strcmp(flag, "-tlsport") == 0) {
+        if (!_parse_num(flag, v, 1, 65535, &n, err, errlen)) {
+            return false;
+        }
+        s->tls_port = (int)n;
+        return true;
+    }
+    if (strcmp(flag, "-tlshost") == 0) {
+        return _copy_arg(flag, s->tls_host, sizeof(s->tls_host), v, err,
+                         errlen);
+    }
+    if (strcmp(flag, "-tlscert") == 0) {
+        return _copy_arg(flag, s->tls_cert, sizeof(s->tls_cert), v, err,
+                         errlen);
+    }
+    if (strcmp(flag, "-tlskey") == 0) {
+        return _copy_arg(flag, s->tls_key, sizeof(s->tls_key), v, err,
+                         errlen);
+    }
+    if (strcmp(flag, "-tlsca") == 0) {
+        return _copy_arg(flag, s->tls_ca, sizeof(s->tls_ca), v, err, errlen);
+    }
+    if (strcmp(flag, "-tlsmin") == 0) {
+        if (strcmp(v, "1.2") == 0) {
+            s->tls_min = TLS_MIN_12;
+        } else if (strcmp(v, "1.3") == 0) {
+            s->tls_min = TLS_MIN_13;
+        } else {
+            snprintf(err, errlen, "-tlsmin %s: expected 1.2 or 1.3", v);
+            return false;
+        }
+        return true;
+    }
+    if (strcmp(flag, "-tlsciphers") == 0) {
+        return _copy_arg(flag, s->tls_ciphers, sizeof(s->tls_ciphers), v,
+                         err, errlen);
+    }
+    if (strcmp(flag, "-tlssuites") == 0) {
+        return _copy_arg(flag, s->tls_suites, sizeof(s->tls_suites), v, err,
+                         errlen);
+    }
+    if (strcmp(flag, "-tlstout") == 0) {
+        if (!_parse_num(flag, v, 1, 3600, &n, err, errlen)) {
+            return false;
+        }
+        s->tls_tout_s = (uint32_t)n;
+        return true;
+    }
+    snprintf(err, errlen, "unknown option %s (see -h)", flag);
+    return false;
 }
 
 /* Handles one flag that takes a value. Returns false on error. */
@@ -281,8 +364,7 @@ _parse_valued(struct settings *s, const char *flag, const char *v, char *err,
         s->item_max = (size_t)size;
         return true;
     }
-    snprintf(err, errlen, "unknown option %s (see -h)", flag);
-    return false;
+    return _parse_tls(s, flag, v, err, errlen);
 }
 
 static bool
@@ -292,7 +374,9 @@ _is_valued(const char *flag)
         "-host", "-port", "-thnum", "-tout", "-pid", "-log", "-ulog",
         "-ulim", "-sid", "-mhost", "-mport", "-rts", "-mask", "-unmask",
         "-maxconn", "-itemmax", "-fsync", "-ukeep", "-ckpt", "-rkey",
-        "-auth", "-catchup",
+        "-auth", "-catchup", "-tlsport", "-tlshost", "-tlscert", "-tlskey",
+        "-tlsca",
+        "-tlsmin", "-tlsciphers", "-tlssuites", "-tlstout",
     };
     for (size_t i = 0; i < sizeof(valued) / sizeof(valued[0]); i++) {
         if (strcmp(flag, valued[i]) == 0) {
@@ -300,6 +384,51 @@ _is_valued(const char *flag)
         }
     }
     return false;
+}
+
+/* The TLS flags fit together; their paths are made absolute. */
+static bool
+_validate_tls(struct settings *s, char *err, size_t errlen)
+{
+    bool material = s->tls_cert[0] != '\0' || s->tls_key[0] != '\0' ||
+                    s->tls_ca[0] != '\0';
+    if ((s->tls_cert[0] == '\0') != (s->tls_key[0] == '\0')) {
+        snprintf(err, errlen, "-tlscert and -tlskey go together");
+        return false;
+    }
+    if (s->tls_port != 0 && s->tls_cert[0] == '\0') {
+        snprintf(err, errlen, "-tlsport needs -tlscert and -tlskey");
+        return false;
+    }
+    if (s->tls_host[0] != '\0' && s->tls_port == 0) {
+        snprintf(err, errlen, "-tlshost goes with -tlsport");
+        return false;
+    }
+    if (s->tls_port != 0 && s->port == 0 && s->tls_host[0] == '\0') {
+        snprintf(err, errlen, "-tlsport needs a TCP address: -host is a "
+                              "unix socket, so give -tlshost");
+        return false;
+    }
+    if (s->tls_port != 0 && s->tls_port == s->port &&
+        (s->tls_host[0] == '\0' || strcmp(s->tls_host, s->host) == 0)) {
+        snprintf(err, errlen, "-tlsport %d is also -port: give TLS a port "
+                              "of its own", s->tls_port);
+        return false;
+    }
+    if (s->mtls && (s->mhost[0] == '\0' || s->tls_ca[0] == '\0' ||
+                    s->tls_cert[0] == '\0')) {
+        snprintf(err, errlen, "-mtls needs -mhost, -tlsca (to check the "
+                              "master) and -tlscert/-tlskey (to present)");
+        return false;
+    }
+    if (material && s->tls_port == 0 && !s->mtls) {
+        snprintf(err, errlen, "-tlscert, -tlskey and -tlsca are for "
+                              "-tlsport or -mtls, and neither is given");
+        return false;
+    }
+    return _absolutize(s->tls_cert, sizeof(s->tls_cert), err, errlen) &&
+           _absolutize(s->tls_key, sizeof(s->tls_key), err, errlen) &&
+           _absolutize(s->tls_ca, sizeof(s->tls_ca), err, errlen);
 }
 
 static bool
@@ -359,6 +488,9 @@ _validate(struct settings *s, char *err, size_t errlen)
         !_absolutize(s->auth_path, sizeof(s->auth_path), err, errlen)) {
         return false;
     }
+    if (!_validate_tls(s, err, errlen)) {
+        return false;
+    }
     if (s->rts_path[0] == '\0' && s->ulog_path[0] != '\0') {
         snprintf(s->rts_path, sizeof(s->rts_path), "%s/rts", s->ulog_path);
     }
@@ -401,6 +533,10 @@ settings_parse(struct settings *s, int argc, char **argv, char *err,
             s->uas = true;
         } else if (strcmp(a, "-nohttp") == 0) {
             s->nohttp = true;
+        } else if (strcmp(a, "-mtls") == 0) {
+            s->mtls = true;
+        } else if (strcmp(a, "-tlsktls") == 0) {
+            s->tls_ktls = true;
         } else if (_is_valued(a)) {
             if (i + 1 >= argc) {
                 snprintf(err, errlen, "%s needs a value", a);

@@ -6,7 +6,11 @@
  *         [-uas] [-sid num] [-mhost name] [-mport num] [-rts path]
  *         [-catchup secs] [-mask expr] [-unmask expr] [-maxconn num] [-itemmax size]
  *         [-fsync policy] [-ukeep num] [-ckpt secs] [-rkey path]
- *         [-auth path] [-nohttp] [dbname]
+ *         [-auth path] [-nohttp] [-tlsport num] [-tlshost name]
+ *         [-tlscert path]
+ *         [-tlskey path] [-tlsca path] [-mtls] [-tlsmin 1.2|1.3]
+ *         [-tlsciphers list] [-tlssuites list] [-tlstout secs] [-tlsktls]
+ *         [dbname]
  *
  * Parsing validates everything up front and reports the first problem in
  * one line, so a typo never starts a server with an unintended setting.
@@ -37,6 +41,7 @@
 #define SETTINGS_DEFAULT_CKPT_S 25
 #define SETTINGS_DEFAULT_UKEEP 8
 #define SETTINGS_DEFAULT_CATCHUP_S 30
+#define SETTINGS_DEFAULT_TLS_TOUT_S 10
 
 enum settings_log_level {
     SETTINGS_LOG_DEBUG, /* -ld */
@@ -71,6 +76,17 @@ struct settings {
                             clients are served; 0 = serve at once */
     char rkey_path[PATH_MAX]; /* replication shared key file, "" = none */
     char auth_path[PATH_MAX]; /* client password file, "" = no auth */
+    int tls_port;        /* -tlsport: TLS listener, 0 = none */
+    char tls_host[PATH_MAX]; /* -tlshost: its address, "" = -host's */
+    char tls_cert[PATH_MAX]; /* -tlscert: PEM chain, "" = none */
+    char tls_key[PATH_MAX];  /* -tlskey */
+    char tls_ca[PATH_MAX];   /* -tlsca: peers' CA (mutual TLS), "" = none */
+    bool mtls;           /* -mtls: the link to -mhost is TLS */
+    int tls_min;         /* -tlsmin: TLS_MIN_12 or TLS_MIN_13 (tls.h) */
+    char tls_ciphers[512]; /* -tlsciphers: TLS 1.2 list, "" = default */
+    char tls_suites[512];  /* -tlssuites: TLS 1.3 suites, "" = default */
+    uint32_t tls_tout_s; /* -tlstout: a handshake's deadline */
+    bool tls_ktls;       /* -tlsktls: kernel TLS where offered */
     uint64_t mask;       /* refused commands (cmdmask.h) */
     uint32_t maxconn;    /* simultaneous client connections */
     size_t item_max;     /* largest value accepted */

@@ -13,6 +13,7 @@
 #include "repl_sender.h"
 #include "repl_receiver.h"
 #include "stats.h"
+#include "tls.h"
 #include "ulog.h"
 
 /* Figures gathered from the whole server for the `stats` command. */
@@ -41,6 +42,9 @@ struct stats_snapshot {
     struct repl_receiver_stats master;
     int npeers;             /* peers that pull from this server */
     struct repl_peer_stats peers[REPL_MAX_PEERS];
+    struct tls_stats tls;   /* -tlsport's figures; zeros without it */
+    int64_t tls_link_not_after; /* -mtls: this server's certificate's
+                                   expiry (unix s), or 0 */
 };
 
 #endif

@@ -22,6 +22,7 @@
 
 #include "atomicfile.h"
 #include "dbcheck.h"
+#include "lockfile.h"
 #include "log.h"
 #include "record.h"
 #include "salvage.h"
@@ -446,24 +447,25 @@ int
 store_lock(const char *path, int *fd, char *err, size_t errlen)
 {
     char lock[DBSPEC_PATH_MAX + 16];
+    long holder;
     snprintf(lock, sizeof(lock), "%s.lock", path);
-    *fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (*fd < 0 || flock(*fd, LOCK_EX | LOCK_NB) != 0) {
-        int saved = errno;
-        if (saved == EWOULDBLOCK) {
-            snprintf(err, errlen, "cannot lock database %s: another process "
-                     "is using it", path);
-        } else {
-            snprintf(err, errlen, "cannot open database %s: %s", path,
-                     strerror(saved));
-        }
-        if (*fd >= 0) {
-            close(*fd);
-        }
-        *fd = -1;
-        return -1;
+    *fd = lockfile_take(lock, &holder);
+    if (*fd >= 0) {
+        return 0;
     }
-    return 0;
+    int saved = errno;
+    if (saved == EWOULDBLOCK && holder > 0) {
+        snprintf(err, errlen, "cannot lock database %s: process %ld is "
+                 "using it (%s)", path, holder, lock);
+    } else if (saved == EWOULDBLOCK) {
+        snprintf(err, errlen, "cannot lock database %s: another process is "
+                 "using it (%s)", path, lock);
+    } else {
+        snprintf(err, errlen, "cannot open database %s: %s", path,
+                 strerror(saved));
+    }
+    errno = saved;
+    return -1;
 }
 
 struct store *

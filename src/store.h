@@ -142,9 +142,12 @@ uint32_t store_salt(const struct store *s);
 
 /*
  * Takes the database's process lock (flock on `path`.lock) without
- * waiting, as store_open() does; for tools that rewrite a stopped
- * database. Sets `*fd` (the caller closes it to unlock). Returns 0, or -1
- * with a reason in `err`.
+ * waiting, as store_open() does; for tools that read or rewrite a stopped
+ * database. The holder's pid is written into the lock file. Sets `*fd`
+ * (the caller closes it to unlock). Returns 0, or -1 with a reason in
+ * `err` (naming the holder's pid when another process holds the lock)
+ * and errno set: EWOULDBLOCK when another process holds it, else why the
+ * lock file could not be opened.
  */
 int store_lock(const char *path, int *fd, char *err, size_t errlen);
 

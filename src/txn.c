@@ -41,6 +41,20 @@ _held(const struct txn_batch *b, uint32_t stripe)
     return (b->held_bits[stripe / 64] >> (stripe % 64)) & 1u;
 }
 
+#ifndef NDEBUG
+/* T5: whether a staged change is already in `stripe` (debug builds). */
+static bool
+_stripe_staged(const struct txn_batch *b, uint32_t stripe)
+{
+    for (size_t i = 0; i < b->nchanges; i++) {
+        if (b->changes[i].stripe == stripe) {
+            return true;
+        }
+    }
+    return false;
+}
+#endif
+
 /* Notes that the staged changes hold `stripe`, already locked by this
  * thread (holds[stripe] counts every group of the batch holding it). */
 bool
@@ -169,6 +183,7 @@ txn_batch_deinit(struct txn_batch *b)
         txn_wait_applied(b);
     }
     buf_deinit(&b->data);
+    free(b->flushes);
     free(b->changes);
     free(b->held);
     free(b->held_bits);
@@ -403,6 +418,8 @@ txn_begin_key(struct txn_batch *b, const char *key, size_t nkey,
             atomic_fetch_add_explicit(&b->early_commits, 1,
                                       memory_order_relaxed);
             txn_wait_applied(b);
+            /* T4, T9: it holds nothing, staged or waiting, as it blocks. */
+            assert(b->nheld == 0 && b->nchanges == 0 && b->waiting == 0);
             pthread_mutex_lock(m);
         } else if (!txn_pending(b)) {
             pthread_mutex_lock(m);
@@ -482,10 +499,18 @@ txn_stage_raw(struct txn_batch *b, enum logrec_op op, uint32_t sid,
 {
     size_t plen = l1 + l2 + l3;
     size_t size = logrec_size(nkey, plen);
+    uint32_t stripe = nkey > 0 ? txn_stripe_of(b->eng, key, nkey) : NO_STRIPE;
+    /* T1: staged only under the batch's own hold on the key's stripe. */
+    assert(stripe == NO_STRIPE ||
+           (_held(b, stripe) && b->holds[stripe] > 0));
+    /* T5: one change per stripe, so one per key, in the staged changes. */
+    assert(stripe == NO_STRIPE || !_stripe_staged(b, stripe));
     enum txn_status st = _reserve_space(b, size);
     if (st != TXN_OK) {
         return st;
     }
+    /* T7: the space is reserved before anything is staged. */
+    assert(b->space_used <= b->space_granted);
 
     if (b->nchanges == b->cap) {
         size_t cap = b->cap == 0 ? 64 : b->cap * 2;
@@ -500,7 +525,7 @@ txn_stage_raw(struct txn_batch *b, enum logrec_op op, uint32_t sid,
         return TXN_ENOMEM;
     }
     struct txn_change *c = &b->changes[b->nchanges];
-    c->stripe = nkey > 0 ? txn_stripe_of(b->eng, key, nkey) : NO_STRIPE;
+    c->stripe = stripe;
     c->off = b->data.wpos;
     c->owner = b->owner;
     uint8_t *p = logrec_begin((uint8_t *)buf_tail(&b->data), op, sid, key,
@@ -555,16 +580,11 @@ txn_put_tombstone(struct txn_engine *eng, const char *key, size_t nkey,
                   const struct record_meta *m, uint64_t lsn)
 {
     uint8_t env[RECORD_HEADER_MAX];
-    struct record_meta t = *m;
-    t.kind = RECORD_TOMBSTONE;
-    t.flags = 0;
-    t.exptime = 0;
-    t.stale = false;
-    t.token = false;
-    t.binkey = false;
-    t.ctype = NULL;
-    t.nctype = 0;
-    t.cas = lsn != 0 ? lsn : t.ts;
+    struct record_meta t;
+    /* T6: tombstones are kept only where a peer may still send older
+     * writes, that is with an update log. */
+    assert(eng->keep_tombstones);
+    record_tombstone_of(m, lsn != 0 ? lsn : m->ts, &t);
     size_t elen = record_encode(&t, env);
     return store_put(eng->store, key, nkey, env, elen);
 }
@@ -620,7 +640,8 @@ _abort_changes(struct txn_batch *b, const struct txn_change *changes,
 static void
 _reset(struct txn_batch *b)
 {
-    _release_all(b); /* T1: only after every change was applied */
+    /* T1: only after every change was applied (or abandoned unlogged). */
+    _release_all(b);
     _release_space(b);
     b->nchanges = 0;
     buf_reset(&b->data);
@@ -696,6 +717,10 @@ static void
 _park(struct txn_batch *b, uint64_t first_lsn)
 {
     struct txn_group *g = _group(b, b->waiting);
+    /* T8: groups wait in log order, each after the one before it. */
+    assert(first_lsn != 0 && first_lsn <= b->last_lsn);
+    assert(b->waiting == 0 ||
+           _group(b, b->waiting - 1)->last_lsn < first_lsn);
     _swap_buf(&g->data, &b->data);
     buf_reset(&b->data);
     struct txn_change *changes = g->changes;
@@ -774,6 +799,10 @@ txn_apply_durable(struct txn_batch *b)
     while (b->waiting > 0 && _group(b, 0)->last_lsn <= durable) {
         struct txn_group *g = _group(b, 0);
         bool ok = true;
+        /* T8: applied only once durable, oldest group first. */
+        assert(ulog_durable(eng->ulog, g->last_lsn));
+        assert(g->first_lsn <= g->last_lsn);
+        assert(b->waiting == 1 || g->last_lsn < _group(b, 1)->first_lsn);
         for (size_t i = 0; i < g->nchanges; i++) {
             struct logrec r;
             logrec_view((const uint8_t *)g->data.data + g->changes[i].off,
@@ -823,6 +852,8 @@ txn_commit(struct txn_batch *b)
         return TXN_OK;
     }
     bool logged = eng->ulog != NULL && !eng->uas;
+    /* T8, T10: waiting for durability needs a log to wait on. */
+    assert(!_after_sync(b) || logged);
     if (logged) {
         if (_after_sync(b) && b->waiting >= TXN_WAITING_MAX) {
             /* Bounded: the oldest groups go first. */
@@ -853,6 +884,9 @@ txn_commit(struct txn_batch *b)
     for (size_t i = 0; i < b->nchanges; i++) {
         struct logrec r;
         logrec_view((const uint8_t *)b->data.data + b->changes[i].off, &r);
+        /* T2: with the log written first, the record carries the lsn the
+         * append gave it, at most the batch's last. */
+        assert(!logged || (r.lsn != 0 && r.lsn <= b->last_lsn));
         if (txn_apply_record(eng, &r) != TXN_OK) {
             result = TXN_EIO;
         }
@@ -877,4 +911,48 @@ bool
 txn_accepts_writes(struct txn_engine *eng)
 {
     return txn_writable(eng) == TXN_OK;
+}
+
+/* flush_all: one logged record (txn_flush.c keeps the state it folds into). */
+enum txn_status
+txn_flush_all(struct txn_batch *b, int64_t delay_s)
+{
+    struct txn_engine *eng = b->eng;
+    enum txn_status st = txn_writable(eng);
+
+    if (st != TXN_OK) {
+        return st;
+    }
+    /* Persisting takes an fsync; hold no stripe meanwhile. */
+    txn_commit(b);
+    uint64_t deadline = expiry_flush_deadline(delay_s, util_now_us());
+    uint64_t stamp = clock_next(eng->clock);
+    if (eng->ulog == NULL) {
+        return txn_apply_flush(eng, stamp, deadline);
+    }
+    uint8_t payload[LOGREC_FLUSH_PAYLOAD];
+    logrec_flush_encode(payload, stamp, deadline);
+    st = txn_stage_raw(b, LOGREC_FLUSH, eng->sid, NULL, 0, payload,
+                       sizeof(payload), NULL, 0, NULL, 0);
+    if (st != TXN_OK) {
+        return st;
+    }
+    if (b->nflushes == b->flushes_cap) {
+        size_t cap = b->flushes_cap ? b->flushes_cap * 2 : 4;
+        struct txn_flush_staged *f =
+            realloc(b->flushes, cap * sizeof(*b->flushes));
+        if (f == NULL) {
+            /* The record is staged: commit it, and let this batch's reads
+             * see the flush only once it is applied. */
+            (void)txn_commit(b);
+            return TXN_ENOMEM;
+        }
+        b->flushes = f;
+        b->flushes_cap = cap;
+    }
+    /* Every flush of the batch is kept: a second must not hide the first
+     * from the batch's own reads (an immediate flush followed by a
+     * delayed one in one pipeline left the items the first hid visible). */
+    b->flushes[b->nflushes++] = (struct txn_flush_staged){stamp, deadline};
+    return txn_commit(b);
 }

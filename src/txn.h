@@ -139,6 +139,13 @@ struct txn_group {
 };
 
 /* A per-thread batch of staged changes. */
+/* A flush_all staged in a batch: when it was stamped, and its deadline
+ * (0: at once). */
+struct txn_flush_staged {
+    uint64_t stamp;
+    uint64_t deadline;
+};
+
 struct txn_batch {
     struct txn_engine *eng;
     int slot;                   /* update log appender slot, or -1 */
@@ -158,9 +165,11 @@ struct txn_batch {
     size_t waiting;
     uint64_t applied_lsn;       /* groups up to here are applied (T8) */
     bool apply_at_commit;       /* T10: not T8 for this batch */
-    bool flush_waiting;         /* a flush_all of this batch may wait */
-    uint64_t flush_stamp;       /* ...stamped so */
-    uint64_t flush_deadline;
+    /* flush_all requests of this batch that may wait for durability, in
+     * order, each folded into what the batch's reads see (expiry.h) */
+    struct txn_flush_staged *flushes;
+    size_t nflushes;
+    size_t flushes_cap;
     int64_t read_bytes;         /* the item last read, for stats bytes */
     const char *read_key;       /* ...and its key; NULL once used */
     size_t read_nkey;

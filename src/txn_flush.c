@@ -2,13 +2,16 @@
  * txn_flush: flush_all's state. The command is logged as one record
  * (LOGREC_FLUSH) and, once applied, folded into the engine's state, which
  * is persisted in its own file (replaced atomically) so that a restart or
- * a peer never brings back what a flush_all removed (expiry.h).
+ * a peer never brings back what a flush_all removed (expiry.h). The
+ * command itself, which stages and commits like any write, is txn.c's
+ * txn_flush_all(); this file calls nothing of txn.c.
  */
 #include "txn_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "atomicfile.h"
@@ -101,46 +104,20 @@ txn_flush_settle(struct txn_engine *eng)
     return st;
 }
 
-enum txn_status
-txn_flush_all(struct txn_batch *b, int64_t delay_s)
-{
-    struct txn_engine *eng = b->eng;
-    enum txn_status st = txn_writable(eng);
-
-    if (st != TXN_OK) {
-        return st;
-    }
-    /* Persisting takes an fsync; hold no stripe meanwhile. */
-    txn_commit(b);
-    uint64_t deadline = expiry_flush_deadline(delay_s, util_now_us());
-    uint64_t stamp = clock_next(eng->clock);
-    if (eng->ulog == NULL) {
-        return txn_apply_flush(eng, stamp, deadline);
-    }
-    uint8_t payload[LOGREC_FLUSH_PAYLOAD];
-    logrec_flush_encode(payload, stamp, deadline);
-    st = txn_stage_raw(b, LOGREC_FLUSH, eng->sid, NULL, 0, payload,
-                       sizeof(payload), NULL, 0, NULL, 0);
-    if (st != TXN_OK) {
-        return st;
-    }
-    b->flush_waiting = true;
-    b->flush_stamp = stamp;
-    b->flush_deadline = deadline;
-    return txn_commit(b);
-}
-
 void
 txn_batch_flush_state(struct txn_batch *b, struct expiry_flush *out)
 {
     txn_flush_state(b->eng, out);
-    if (!b->flush_waiting) {
+    if (b->nflushes == 0) {
         return;
     }
     if (b->waiting == 0) {
-        b->flush_waiting = false; /* applied: the engine's state has it */
+        b->nflushes = 0; /* applied: the engine's state has them */
         return;
     }
-    /* Folding it in again once applied changes nothing. */
-    (void)expiry_flush_apply(out, b->flush_stamp, b->flush_deadline);
+    /* Folding them in again once applied changes nothing. */
+    for (size_t i = 0; i < b->nflushes; i++) {
+        (void)expiry_flush_apply(out, b->flushes[i].stamp,
+                                 b->flushes[i].deadline);
+    }
 }

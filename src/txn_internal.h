@@ -1,8 +1,8 @@
 /*
  * txn_internal: what txn.c shares with txn_replay.c (changes from a peer
  * or from the log), txn_retire.c (expired items and tombstones) and
- * txn_flush.c (flush_all's state), and with nothing else. Each function
- * keeps the invariants of txn.h.
+ * txn_flush.c (flush_all's state, which calls nothing back), and with
+ * nothing else. Each function keeps the invariants of txn.h.
  */
 #ifndef KURA_TXN_INTERNAL_H
 #define KURA_TXN_INTERNAL_H

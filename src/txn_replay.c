@@ -26,16 +26,8 @@ _wins(const struct txn_current *cur, const struct record_meta *in,
     *elen = 0;
     if (in->kind == RECORD_VALUE &&
         expiry_expired(in->exptime, util_now_s())) {
-        struct record_meta t = *in;
-        t.kind = RECORD_TOMBSTONE;
-        t.flags = 0;
-        t.exptime = 0;
-        t.stale = false;
-        t.token = false;
-        t.binkey = false;
-        t.ctype = NULL;
-        t.nctype = 0;
-        t.cas = t.ts;
+        struct record_meta t;
+        record_tombstone_of(in, in->ts, &t);
         *elen = record_encode(&t, env);
         *as_tombstone = true;
     }

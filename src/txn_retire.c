@@ -94,16 +94,8 @@ _retire_logged(struct txn_batch *b, const char *key, size_t nkey,
     bool done = false;
     if (txn_read_record(b, key, nkey, &cur) == TXN_OK && cur.found &&
                         cur.meta.ts == ts && cur.meta.kind == RECORD_VALUE) {
-        struct record_meta t = cur.meta;
-        t.kind = RECORD_TOMBSTONE;
-        t.flags = 0;
-        t.exptime = 0;
-        t.stale = false;
-        t.token = false;
-        t.binkey = false;
-        t.ctype = NULL;
-        t.nctype = 0;
-        t.cas = t.ts;
+        struct record_meta t;
+        record_tombstone_of(&cur.meta, cur.meta.ts, &t);
         done = txn_stage_record(b, key, nkey, &t, NULL, 0, NULL, 0) == TXN_OK;
     }
     txn_current_release(&cur);

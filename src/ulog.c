@@ -7,6 +7,7 @@
  */
 #include "ulog.h"
 #include "ulog_internal.h"
+#include "ulog_peer.h"
 
 #include <dirent.h>
 #include <assert.h>
@@ -16,13 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "atomicfile.h"
 #include "crc32c.h"
+#include "lockfile.h"
 #include "util.h"
 
 #define RESERVE_AHEAD ((uint64_t)1 << 20)
@@ -253,11 +254,17 @@ ulog_open(const struct ulog_options *o, struct ulog_recovery *rec, char *err,
         goto fail;
     }
     snprintf(path, sizeof(path), "%s/LOCK", o->dir);
-    u->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (u->lock_fd < 0 || flock(u->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        snprintf(err, errlen, "cannot lock update log %s: %s", o->dir,
-                 errno == EWOULDBLOCK ? "another process is using it"
-                                      : strerror(errno));
+    long holder;
+    u->lock_fd = lockfile_take(path, &holder);
+    if (u->lock_fd < 0) {
+        if (errno == EWOULDBLOCK && holder > 0) {
+            snprintf(err, errlen, "cannot lock update log %s: process %ld "
+                     "is using it", o->dir, holder);
+        } else {
+            snprintf(err, errlen, "cannot lock update log %s: %s", o->dir,
+                     errno == EWOULDBLOCK ? "another process is using it"
+                                          : strerror(errno));
+        }
         goto fail;
     }
     if (ulog_scan_dir(o->dir, &u->segs, &u->nsegs, err, errlen) != 0) {
@@ -343,7 +350,7 @@ ulog_open(const struct ulog_options *o, struct ulog_recovery *rec, char *err,
      * truncation above; nothing is in flight yet. */
     u->synced_lsn = u->last_lsn;
     u->syncing_lsn = u->last_lsn;
-    u->released = u->last_lsn;
+    ulog_peer_init(&u->peer, u->last_lsn);
     u->other_lsn = u->last_lsn; /* origins unknown: wake every reader */
     ulog_publish_locked(u);
     u->checkpoint_lsn = rec->checkpoint_lsn;
@@ -709,13 +716,13 @@ ulog_stats(struct ulog *u, struct ulog_stats *st)
     st->last_seq = u->last_seq;
     st->synced_lsn = ulog_durable_locked(u);
     st->fdatasynced_lsn = u->synced_lsn;
-    st->peer_lsn = u->peer_lsn;
-    st->peers_live = u->peers_live;
+    st->peer_lsn = u->peer.written;
+    st->peers_live = u->peer.live;
     st->peer_fallback = u->o.fsync == ULOG_FSYNC_PEER &&
-                        ulog_live_peers_locked(u) == 0;
-    st->peer_fallbacks = u->peer_fallbacks;
-    st->peer_stalls = u->peer_stalls;
-    st->peer_stalled = u->peer_stalled;
+                        ulog_peer_live(&u->peer) == 0;
+    st->peer_fallbacks = u->peer.fallbacks;
+    st->peer_stalls = u->peer.stalls;
+    st->peer_stalled = u->peer.stalled;
     st->policy = u->o.fsync;
     st->fsync_ms = u->o.fsync_ms;
     st->checkpoint_lsn = u->checkpoint_lsn;

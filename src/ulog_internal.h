@@ -1,6 +1,10 @@
 /*
- * ulog_internal: the update log's state, shared by the writer (ulog.c)
- * and the readers (ulog_reader.c) and by nothing else.
+ * ulog_internal: the update log's state, shared by the log's own files
+ * and by nothing else. The calls go one way: the writer (ulog.c) and the
+ * readers (ulog_reader.c) call the durability layer (ulog_sync.c), which
+ * calls the pure "peer" policy (ulog_peer.c); the writer also calls the
+ * checkpoint thread's file (ulog_checkpoint.c); every one of them may
+ * call the segment files' helpers (ulog_segment.c), which call none.
  */
 #ifndef KURA_ULOG_INTERNAL_H
 #define KURA_ULOG_INTERNAL_H
@@ -12,6 +16,7 @@
 #include <stdint.h>
 
 #include "ulog.h"
+#include "ulog_peer.h"
 
 /* A reader's (and the start-up scan's) first buffer size. */
 #define READ_BUF_MIN ((size_t)256 << 10)
@@ -104,13 +109,7 @@ struct ulog {
     int sync_fd;           /* descriptor an fdatasync is using, or -1 */
     int retired_fd;        /* rotated out while in use: close after it */
     _Atomic uint64_t durable_pub; /* _durable_locked(), readable lock-free */
-    uint64_t peer_lsn;     /* written by a linked peer (U10) */
-    uint32_t peers_live;   /* linked peers (U11) */
-    uint64_t released;     /* "peer": the durable lsn (U10), monotonic */
-    uint64_t pending_since_ms; /* a client waits, no progress since then */
-    bool peer_stalled;     /* ... for fsync_ms: answered on our sync (U11) */
-    uint64_t peer_fallbacks;
-    uint64_t peer_stalls;
+    struct ulog_peer peer; /* "peer": its state (ulog_peer.h, U10-U12) */
     uint64_t checkpoint_lsn;
     uint32_t checkpoint_db_salt;
     bool segment_done;     /* a segment ended since the last checkpoint */
@@ -163,10 +162,6 @@ int ulog_write_full(int fd, const void *buf, size_t len, uint64_t off);
 /* The sync thread's body (ulog_sync.c); `arg` is the ulog. */
 void *ulog_sync_main(void *arg);
 
-/* Peers whose reports release writes now (U11): none while stalled. The
- * caller holds u->lock. */
-uint32_t ulog_live_peers_locked(struct ulog *u);
-
 /* The checkpoint thread's body (ulog_checkpoint.c); `arg` is the ulog. */
 void *ulog_checkpoint_main(void *arg);
 
@@ -178,26 +173,11 @@ uint64_t ulog_durable_locked(struct ulog *u);
 
 /*
  * "peer": recomputes the released lsn from the peer's report and the
- * local sync (U10, U11); returns true if it advanced. The caller holds
- * u->lock and, if it advanced, publishes and notifies.
+ * local sync (U10, U11, ulog_peer_refresh()); returns true if it
+ * advanced. The caller holds u->lock and, if it advanced, publishes and
+ * notifies (ulog_sync.c).
  */
 bool ulog_peer_refresh_locked(struct ulog *u);
-
-/*
- * "peer": a client waits on `lsn`; starts the stall clock (U11). Returns
- * true if the sync thread must hear of it: under the other policies, in
- * the fallback or a stall, or when this wait starts the clock. While a
- * peer is linked the sync thread has nothing else to do for a waiter, and
- * waking it on every worker pass cost a context switch each.
- */
-bool ulog_peer_waiting_locked(struct ulog *u, uint64_t lsn);
-
-/*
- * "peer", sync thread: flags a stall once a client has waited fsync_ms
- * with no progress while a peer is linked. Returns the milliseconds
- * until it should look again (UINT64_MAX: nothing waits).
- */
-uint64_t ulog_peer_check_stall_locked(struct ulog *u);
 
 /*
  * Publishes the durable lsn for lock-free readers and, if it moved, wakes

@@ -289,18 +289,6 @@ ulog_reader_where(const struct ulog_reader *r, uint64_t *segment,
     *offset = r->file_off;
 }
 
-uint64_t
-ulog_others_end_locked(const struct ulog *u, uint32_t skip_sid)
-{
-    uint64_t end = u->other_lsn;
-    for (int i = 0; i < u->norigins; i++) {
-        if (u->origins[i].sid != skip_sid && u->origins[i].lsn > end) {
-            end = u->origins[i].lsn;
-        }
-    }
-    return end;
-}
-
 /*
  * The end a waiting reader wants to pass: the last record of any origin
  * but `skip_sid` (0: of any origin), and no further than the durable end

@@ -1,10 +1,14 @@
 /*
  * ulog_sync: durability (ulog.h U2, U3, U6, U10-U12): the durable lsn and
- * its watchers, and the sync thread, which fdatasyncs group commits as
- * the -fsync policy asks and prepares log space ahead of the appends.
+ * its watchers, the peer links and reports of "peer" (whose rules are the
+ * pure functions of ulog_peer.c), and the sync thread, which fdatasyncs
+ * group commits as the -fsync policy asks and prepares log space ahead
+ * of the appends. The writer (ulog.c) and the readers (ulog_reader.c)
+ * call into this file; it calls down only (ulog_peer.c, ulog_segment.c).
  */
 #include "ulog.h"
 #include "ulog_internal.h"
+#include "ulog_peer.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -23,10 +27,22 @@ uint64_t
 ulog_durable_locked(struct ulog *u)
 {
     if (u->o.fsync == ULOG_FSYNC_PEER) {
-        assert(u->released <= u->last_lsn); /* U10 */
-        return u->released;
+        assert(u->peer.released <= u->last_lsn); /* U10 */
+        return u->peer.released;
     }
     return ulog_release_lsn(u->o.fsync, u->last_lsn, u->synced_lsn, 0, true);
+}
+
+uint64_t
+ulog_others_end_locked(const struct ulog *u, uint32_t skip_sid)
+{
+    uint64_t end = u->other_lsn;
+    for (int i = 0; i < u->norigins; i++) {
+        if (u->origins[i].sid != skip_sid && u->origins[i].lsn > end) {
+            end = u->origins[i].lsn;
+        }
+    }
+    return end;
 }
 
 /* Publishes the durable lsn for lock-free readers; the caller holds the
@@ -133,7 +149,7 @@ ulog_wait_durable(struct ulog *u, uint64_t lsn)
     if (u->wait_lsn < lsn) {
         u->wait_lsn = lsn;
     }
-    if (ulog_peer_waiting_locked(u, lsn)) {
+    if (ulog_peer_waiting(&u->peer, u->o.fsync, lsn, util_mono_ms())) {
         pthread_cond_signal(&u->sync_cond);
     }
     while (!u->failed && ulog_durable_locked(u) < lsn) {
@@ -181,7 +197,7 @@ ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn)
     if (w->want < lsn) {
         w->want = lsn;
     }
-    if (ulog_peer_waiting_locked(u, lsn)) {
+    if (ulog_peer_waiting(&u->peer, u->o.fsync, lsn, util_mono_ms())) {
         pthread_cond_signal(&u->sync_cond);
     }
     pthread_mutex_unlock(&u->lock);
@@ -209,8 +225,7 @@ ulog_notify_locked(struct ulog *u, bool all)
         }
     }
     if (!waiting) {
-        u->pending_since_ms = 0; /* U11: nobody waits, no stall */
-        u->peer_stalled = false;
+        ulog_peer_idle(&u->peer); /* U11: nobody waits, no stall */
     }
     if (n == 0) {
         return;
@@ -304,12 +319,98 @@ _sync_due_in_locked(struct ulog *u)
     return due > now ? due - now : 0;
 }
 
-/* Peers whose reports release writes now (U11): none while stalled. */
-uint32_t
-ulog_live_peers_locked(struct ulog *u)
+/* ------------------------------------------------- "peer" (U10-U12) */
+
+bool
+ulog_peer_refresh_locked(struct ulog *u)
 {
-    return u->peer_stalled ? 0 : u->peers_live;
+    return ulog_peer_refresh(&u->peer, u->o.fsync, u->last_lsn,
+                             u->synced_lsn, util_mono_ms());
 }
+
+/* Acts on what a step of the peer policy changed. Holds the lock, which
+ * ulog_notify_locked() releases around the watchers' calls. */
+static void
+_peer_changed_locked(struct ulog *u, const struct ulog_peer_change *ch)
+{
+    if (ch->wake_sync) {
+        pthread_cond_signal(&u->sync_cond);
+    }
+    if (ch->released) {
+        ulog_publish_locked(u);
+        pthread_cond_broadcast(&u->grown);
+        ulog_notify_locked(u, false);
+    }
+}
+
+/* "peer", sync thread: times a stall (U11); returns the milliseconds
+ * until it should look again. Holds the lock. */
+static uint64_t
+_check_stall_locked(struct ulog *u)
+{
+    struct ulog_peer_change ch;
+    uint64_t next = ulog_peer_check_stall(&u->peer, u->o.fsync,
+                                          u->o.fsync_ms, u->last_lsn,
+                                          u->synced_lsn, util_mono_ms(), &ch);
+    if (ch.stalled) {
+        log_limited(u->o.log, LOG_WARN, "ulog: -fsync peer: no report from "
+                    "the peer for %" PRIu32 " ms while clients wait; "
+                    "answering them on this server's sync until it reports "
+                    "again", u->o.fsync_ms);
+    }
+    _peer_changed_locked(u, &ch);
+    return next;
+}
+
+void
+ulog_peer_link(struct ulog *u, uint32_t sid, bool up)
+{
+    struct ulog_peer_change ch;
+    pthread_mutex_lock(&u->lock);
+    ulog_peer_linked(&u->peer, u->o.fsync, up, u->last_lsn, u->synced_lsn,
+                     util_mono_ms(), &ch);
+    if (ch.linked) {
+        log_info(u->o.log, "ulog: -fsync peer: peer %" PRIu32 " writes this "
+                 "server's records to its log; syncing every %" PRIu32
+                 " ms", sid, u->o.fsync_ms);
+    }
+    if (ch.fell_back) {
+        log_warn(u->o.log, "ulog: -fsync peer: peer %" PRIu32 " is gone and "
+                 "no other is connected; syncing every group commit (as "
+                 "-fsync always) until one is", sid);
+    }
+    _peer_changed_locked(u, &ch);
+    pthread_mutex_unlock(&u->lock);
+}
+
+void
+ulog_peer_written(struct ulog *u, uint64_t lsn)
+{
+    struct ulog_peer_change ch;
+    pthread_mutex_lock(&u->lock);
+    ulog_peer_report(&u->peer, u->o.fsync, lsn, u->last_lsn, u->synced_lsn,
+                     util_mono_ms(), &ch); /* U10 */
+    _peer_changed_locked(u, &ch);
+    pthread_mutex_unlock(&u->lock);
+}
+
+uint64_t
+ulog_local_durable_lsn(struct ulog *u)
+{
+    pthread_mutex_lock(&u->lock);
+    uint64_t lsn = u->o.fsync == ULOG_FSYNC_PEER ? u->synced_lsn
+                                                 : ulog_durable_locked(u);
+    pthread_mutex_unlock(&u->lock);
+    return lsn;
+}
+
+enum ulog_fsync
+ulog_fsync_policy(const struct ulog *u)
+{
+    return u->o.fsync;
+}
+
+/* ---------------------------------------------------------- the thread */
 
 /*
  * The log's sync thread. Under "always" it fdatasyncs what has been
@@ -330,8 +431,9 @@ ulog_sync_main(void *arg)
     while (!u->stopping) {
         /* U11: "peer" syncs for waiters only while no peer is linked, or
          * the linked one has stalled. */
-        uint64_t stall_in = ulog_peer_check_stall_locked(u);
-        bool always = ulog_sync_on_demand(u->o.fsync, ulog_live_peers_locked(u));
+        uint64_t stall_in = _check_stall_locked(u);
+        bool always = ulog_sync_on_demand(u->o.fsync,
+                                          ulog_peer_live(&u->peer));
         /* U12: "peer" also syncs on its beat, linked or not. */
         bool beat = u->o.fsync == ULOG_FSYNC_INTERVAL ||
                     u->o.fsync == ULOG_FSYNC_PEER;
@@ -357,7 +459,7 @@ ulog_sync_main(void *arg)
             wait_ms = next_sync - now < wait_ms ? next_sync - now : wait_ms;
         }
         wait_ms = stall_in < wait_ms ? stall_in : wait_ms;
-        if (ulog_sync_on_demand(u->o.fsync, ulog_live_peers_locked(u)) &&
+        if (ulog_sync_on_demand(u->o.fsync, ulog_peer_live(&u->peer)) &&
             _sync_due_in_locked(u) == 0) {
             continue; /* a worker began waiting while space was prepared */
         }

@@ -33,10 +33,10 @@ _on_notify(evutil_socket_t fd, short what, void *arg)
                   strerror(errno));
     }
     pthread_mutex_lock(&w->lock);
-    int fds[256];
+    struct worker_item items[256];
     size_t n = 0;
-    while (w->qlen > 0 && n < sizeof(fds) / sizeof(fds[0])) {
-        fds[n++] = w->queue[--w->qlen];
+    while (w->qlen > 0 && n < sizeof(items) / sizeof(items[0])) {
+        items[n++] = w->queue[--w->qlen];
     }
     bool more = w->qlen > 0;
     bool stopping = w->stopping;
@@ -49,9 +49,9 @@ _on_notify(evutil_socket_t fd, short what, void *arg)
     }
     for (size_t i = 0; i < n; i++) {
         if (stopping) {
-            close(fds[i]);
+            close(items[i].fd);
             atomic_fetch_sub(&w->shared->curr_conns, 1);
-        } else if (conn_create(&w->host, fds[i]) == NULL) {
+        } else if (conn_create(&w->host, items[i].fd, items[i].tls) == NULL) {
             atomic_fetch_sub(&w->shared->curr_conns, 1);
         }
     }
@@ -220,6 +220,10 @@ worker_init(struct worker *w, int id, struct worker_shared *shared)
     w->host.handoff_arg = shared->handoff_arg;
     w->host.send = shared->send;
     w->host.send_arg = shared->send_arg;
+    w->host.conntab = shared->conntab;
+    w->host.tls = shared->tls;
+    w->host.tls_timeout_ms = shared->tls_timeout_ms;
+    w->host.log = shared->log;
     /* Replies wait for the log under "always", and under "peer" for the
      * peer's report or the sync (ulog.h U10). */
     enum ulog_fsync policy = shared->penv->settings->fsync;
@@ -340,7 +344,7 @@ _wake(struct worker *w)
 }
 
 int
-worker_dispatch(struct worker *w, int fd)
+worker_dispatch(struct worker *w, int fd, bool tls)
 {
     pthread_mutex_lock(&w->lock);
     if (w->stopping) {
@@ -349,7 +353,7 @@ worker_dispatch(struct worker *w, int fd)
     }
     if (w->qlen == w->qcap) {
         size_t cap = w->qcap == 0 ? 64 : w->qcap * 2;
-        int *q = realloc(w->queue, cap * sizeof(*q));
+        struct worker_item *q = realloc(w->queue, cap * sizeof(*q));
         if (q == NULL) {
             pthread_mutex_unlock(&w->lock);
             return -1;
@@ -357,7 +361,7 @@ worker_dispatch(struct worker *w, int fd)
         w->queue = q;
         w->qcap = cap;
     }
-    w->queue[w->qlen++] = fd;
+    w->queue[w->qlen++] = (struct worker_item){fd, tls};
     pthread_mutex_unlock(&w->lock);
     _wake(w);
     return 0;
@@ -385,7 +389,7 @@ void
 worker_deinit(struct worker *w)
 {
     for (size_t i = 0; i < w->qlen; i++) {
-        close(w->queue[i]);
+        close(w->queue[i].fd);
     }
     free(w->queue);
     txn_batch_deinit(&w->batch);

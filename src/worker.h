@@ -48,7 +48,8 @@ struct worker_shared {
     size_t watermark;         /* output bytes that pause a client */
     _Atomic uint64_t curr_conns;
     /* Takes over a replication peer's socket (conn.h). */
-    int (*handoff)(void *arg, int fd, const struct proto_request *req);
+    int (*handoff)(void *arg, int fd, struct tls_session *tls,
+                   const struct proto_request *req);
     void *handoff_arg;
     /* Sends replies (conn_host.send): NULL, as in the server, is send(2);
      * the unit suite captures them instead. */
@@ -56,6 +57,15 @@ struct worker_shared {
     void *send_arg;
     /* Keys each worker may read ahead at once (prefetch.h); 0: none. */
     unsigned prefetch_depth;
+    struct conntab *conntab;  /* stats conns; NULL: not listed */
+    struct tls_ctx *tls;      /* the TLS port's context, or NULL */
+    int tls_timeout_ms;       /* handshake deadline (-tlstout) */
+};
+
+/* A connection handed to a worker. */
+struct worker_item {
+    int fd;
+    bool tls;                 /* from the TLS port */
 };
 
 struct worker {
@@ -67,7 +77,7 @@ struct worker {
     int notify_fd;          /* eventfd */
     struct event *notify_ev;
     pthread_mutex_t lock;   /* guards the queue and `stopping` */
-    int *queue;             /* fds handed over by the listener */
+    struct worker_item *queue; /* handed over by the listener */
     size_t qlen;
     size_t qcap;
     bool stopping;
@@ -96,10 +106,11 @@ int worker_init(struct worker *w, int id, struct worker_shared *shared);
 int worker_start(struct worker *w);
 
 /*
- * Hands the connected socket `fd` to the worker, which takes ownership.
- * Returns 0, or -1 if the worker is stopping (the caller closes `fd`).
+ * Hands the connected socket `fd` to the worker, which takes ownership;
+ * `tls` if it came to the TLS port. Returns 0, or -1 if the worker is
+ * stopping (the caller closes `fd`).
  */
-int worker_dispatch(struct worker *w, int fd);
+int worker_dispatch(struct worker *w, int fd, bool tls);
 
 /*
  * Asks the worker to finish its current pass, commit, send what is queued,

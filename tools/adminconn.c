@@ -24,12 +24,13 @@ _remaining(const struct adminconn *c)
 
 int
 adminconn_open(struct adminconn *c, const char *host, const char *port,
-               long timeout_ms)
+               long timeout_ms, struct tls_ctx *tls)
 {
     struct addrinfo hints;
     struct addrinfo *res = NULL;
 
     c->fd = -1;
+    netio_stream_init(&c->io, -1, NULL);
     c->deadline_ms = util_mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms
                                                                 : 0);
     memset(&hints, 0, sizeof(hints));
@@ -62,14 +63,30 @@ adminconn_open(struct adminconn *c, const char *host, const char *port,
         close(fd);
     }
     freeaddrinfo(res);
-    return c->fd >= 0 ? 0 : -1;
+    if (c->fd < 0) {
+        return -1;
+    }
+    struct tls_session *t = NULL;
+    if (tls != NULL && (t = tls_session_connect(tls, c->fd, host)) == NULL) {
+        adminconn_close(c);
+        return -1;
+    }
+    netio_stream_init(&c->io, c->fd, t);
+    char why[512];
+    if (netio_stream_handshake(&c->io, _remaining(c), why, sizeof(why)) !=
+        0) {
+        fprintf(stderr, "kura: %s:%s: %s\n", host, port, why);
+        adminconn_close(c);
+        return -1;
+    }
+    return 0;
 }
 
 void
 adminconn_close(struct adminconn *c)
 {
     if (c->fd >= 0) {
-        close(c->fd);
+        netio_stream_close(&c->io); /* closes c->fd */
         c->fd = -1;
     }
 }
@@ -77,21 +94,8 @@ adminconn_close(struct adminconn *c)
 int
 adminconn_send(struct adminconn *c, const char *s, size_t n)
 {
-    while (n > 0) {
-        struct pollfd p = {c->fd, POLLOUT, 0};
-        if (poll(&p, 1, _remaining(c)) != 1) {
-            return -1;
-        }
-        ssize_t w = send(c->fd, s, n, MSG_NOSIGNAL);
-        if (w < 0 && errno != EAGAIN && errno != EINTR) {
-            return -1;
-        }
-        if (w > 0) {
-            s += w;
-            n -= (size_t)w;
-        }
-    }
-    return 0;
+    int left = _remaining(c);
+    return left > 0 ? netio_stream_send_all(&c->io, s, n, left) : -1;
 }
 
 /* Reads more into out[*have..cap-1); -1 on EOF, error or the deadline. */
@@ -101,11 +105,10 @@ _read_more(struct adminconn *c, char *out, size_t cap, size_t *have)
     if (*have + 1 >= cap) {
         return -1;
     }
-    struct pollfd p = {c->fd, POLLIN, 0};
-    if (poll(&p, 1, _remaining(c)) != 1) {
+    if (netio_stream_wait_readable(&c->io, _remaining(c)) != 1) {
         return -1;
     }
-    ssize_t r = recv(c->fd, out + *have, cap - 1 - *have, 0);
+    ssize_t r = netio_stream_recv(&c->io, out + *have, cap - 1 - *have);
     if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
         return -1;
     }

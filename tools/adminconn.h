@@ -5,7 +5,8 @@
  * `stats` request read line by line.
  *
  * Every call waits at most until the deadline set by adminconn_open(); none
- * blocks past it. Not thread-safe: one caller per connection.
+ * blocks past it, TLS handshake included. Not thread-safe: one caller per
+ * connection.
  */
 #ifndef KURA_TOOLS_ADMINCONN_H
 #define KURA_TOOLS_ADMINCONN_H
@@ -13,9 +14,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "netio.h"
+#include "tls.h"
+
 struct adminconn {
     int fd;               /* -1 when not connected */
     uint64_t deadline_ms; /* on util_mono_ms()'s clock */
+    struct netio_stream io; /* over fd: plaintext or TLS */
 };
 
 /* What a login or a `stats` request came to. */
@@ -30,12 +35,13 @@ enum adminconn_status {
 };
 
 /*
- * Connects to `host`:`port` (a name or address, a port number or service)
- * and sets the deadline `timeout_ms` from now for this and every later
- * call. Returns 0, or -1 with c->fd == -1.
+ * Connects to `host`:`port` (a name or address, a port number or service),
+ * with `tls` through a TLS handshake that checks the server's certificate
+ * names `host`, and sets the deadline `timeout_ms` from now for this and
+ * every later call. Returns 0, or -1 with c->fd == -1.
  */
 int adminconn_open(struct adminconn *c, const char *host, const char *port,
-                   long timeout_ms);
+                   long timeout_ms, struct tls_ctx *tls);
 
 /* Closes the socket (if open). */
 void adminconn_close(struct adminconn *c);

@@ -49,6 +49,7 @@
 #include "repl_proto.h"
 #include "repl_receiver.h"
 #include "store.h"
+#include "tlsopt.h"
 #include "txn.h"
 #include "util.h"
 
@@ -62,6 +63,8 @@ struct backup {
     int port;
     int timeout_ms;
     struct repl_auth auth;
+    struct tlsopt tlsopt;        /* --tls ... */
+    struct tls_ctx *tls;         /* ... its context, or NULL */
     struct dbspec out;           /* the backup's final name and tuning */
     struct dbspec part;          /* the same, under the temporary name */
     char pos_path[NAME_MAX_LEN];
@@ -139,14 +142,14 @@ _redo(void *arg, const struct logrec *r, char *err, size_t errlen)
 
 /* Reads frames until the master closes the connection after P. */
 static int
-_receive(struct backup *bk, int fd)
+_receive(struct backup *bk, struct netio_stream *io)
 {
     struct buf in;
     int rc = -1;
 
     buf_init(&in);
     for (;;) {
-        int w = netio_wait_readable(fd, bk->timeout_ms);
+        int w = netio_stream_wait_readable(io, bk->timeout_ms);
         if (w == 0) {
             _fail(bk, "the server sent nothing for %d ms", bk->timeout_ms);
             break;
@@ -159,8 +162,8 @@ _receive(struct backup *bk, int fd)
             _fail(bk, "out of memory");
             break;
         }
-        ssize_t got = recv(fd, buf_tail(&in), buf_room(&in), 0);
-        if (got < 0 && errno == EINTR) {
+        ssize_t got = netio_stream_recv(io, buf_tail(&in), buf_room(&in));
+        if (got < 0 && (errno == EINTR || errno == EAGAIN)) {
             continue;
         }
         if (got < 0) {
@@ -215,17 +218,18 @@ _session(struct backup *bk)
     char line[REPL_LINE_MAX];
     struct repl_hello h = {REPL_VERSION, REPL_BACKUP_SID, 0, REPL_FLAG_BACKUP,
                            ""};
-    int fd = netio_connect(bk->host, bk->port, bk->timeout_ms);
-    if (fd < 0) {
-        return _fail(bk, "cannot connect to %s:%d: %s", bk->host, bk->port,
-                     strerror(errno));
+    struct netio_stream io;
+    char why[512];
+    if (netio_stream_connect(&io, bk->host, bk->port, bk->tls,
+                             bk->timeout_ms, why, sizeof(why)) != 0) {
+        return _fail(bk, "%s", why);
     }
     int rc = -1;
-    switch (repl_receiver_handshake(fd, &h, &bk->auth, bk->timeout_ms, line,
+    switch (repl_receiver_handshake(&io, &h, &bk->auth, bk->timeout_ms, line,
                                     sizeof(line))) {
     case REPL_RECEIVER_HS_OK:
         if (sscanf(line, "REPL BACKUP %" SCNu32, &bk->master_sid) == 1) {
-            rc = _receive(bk, fd);
+            rc = _receive(bk, &io);
         } else if (strncmp(line, "REPL ERROR ", 11) == 0) {
             _fail(bk, "the server refused: %s", line + 11);
         } else {
@@ -249,7 +253,7 @@ _session(struct backup *bk)
               bk->host, bk->port);
         break;
     }
-    close(fd);
+    netio_stream_close(&io);
     return rc;
 }
 
@@ -385,6 +389,7 @@ _usage(FILE *out)
 {
     fprintf(out, "usage: kura backup [--host H] --port P [--rkey FILE] "
                  "[--timeout MS]\n"
+                 "                   " TLSOPT_USAGE "\n"
                  "                   OUT.tch[#bnum=N#apow=N#fpow=N#opts=...]"
                  "\n");
 }
@@ -397,6 +402,7 @@ _options(struct backup *bk, int argc, char **argv, const char **name)
         {"port", required_argument, NULL, 'p'},
         {"rkey", required_argument, NULL, 'k'},
         {"timeout", required_argument, NULL, 't'},
+        TLSOPT_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     const char *rkey = "";
@@ -430,7 +436,10 @@ _options(struct backup *bk, int argc, char **argv, const char **name)
             bk->timeout_ms = (int)v;
             break;
         default:
-            return -1;
+            if (!tlsopt_parse(&bk->tlsopt, c, optarg)) {
+                return -1;
+            }
+            break;
         }
     }
     if (bk->port == 0 || optind != argc - 1) {
@@ -439,6 +448,9 @@ _options(struct backup *bk, int argc, char **argv, const char **name)
     *name = argv[optind];
     if (repl_auth_load(&bk->auth, rkey, bk->err, sizeof(bk->err)) != 0) {
         fprintf(stderr, "kura backup: %s\n", bk->err);
+        return -2;
+    }
+    if (tlsopt_context(&bk->tlsopt, false, &bk->tls) != 0) {
         return -2;
     }
     return 0;
@@ -493,6 +505,7 @@ backup_cmd(int argc, char **argv)
         _remove_part(bk);
         close(lock_fd);
     }
+    tls_ctx_destroy(bk->tls);
     free(bk->scratch);
     free(bk);
     return rc;

@@ -25,6 +25,10 @@
  *                are scattered over the database, not stored side by side
  *   --fresh N    every set stores a key never stored before: <prefix>N,
  *                <prefix>N+1, ... (inserts into a database holding 0..N-1)
+ *   --tls        each connection is TLS (tls.h), its handshake driven by the
+ *                same epoll loop and counted as part of opening it; with
+ *                --connect each new connection offers the session the last
+ *                one was given, so the server can resume it
  *   --ack-log    own keys: connection i writes only <prefix>c<i>:<n>, each
  *                value is the write's sequence number on that connection,
  *                and every acknowledged write (STORED, HD, a binary
@@ -79,6 +83,8 @@
 #define RETRY_NS 100000000ULL       /* a failed connect waits this long */
 #define MAX_HANDSHAKES 1024         /* under tcp_max_syn_backlog (2048) */
 #define MAX_COMPLAINTS 20           /* unexpected replies printed per run */
+#define WARMUP_WAIT_NS 120000000000ULL /* longest wait for every connection
+                                          to open after --warmup */
 
 /* One request in flight. */
 struct bslot {
@@ -90,7 +96,8 @@ struct bslot {
 struct bconn {
     int fd;
     int idx;
-    bool connecting;
+    bool connecting;        /* TCP connect, then TLS handshake, in progress */
+    struct tls_session *tls; /* --tls: the session over fd */
     char *wbuf;
     size_t wlen;
     size_t woff;
@@ -128,12 +135,15 @@ struct bench {
     uint64_t ops;
     uint64_t errors;
     uint64_t connects;
+    uint64_t tls_handshakes;
+    uint64_t tls_resumed;
     uint64_t keys;
     uint64_t hits;
     uint64_t complaints;    /* unexpected replies printed so far */
     uint64_t rng;
     uint64_t started_ns;
     uint64_t stop_ns;
+    uint64_t warm_ns;       /* counting starts here (0: at once) */
     int *open_queue;        /* ring of connection indexes to open */
     size_t queue_head;
     size_t queue_len;
@@ -221,6 +231,16 @@ _key_index(struct bench *b)
                               b->zipf_alpha));
     }
     return _mix(rank) % n;
+}
+
+/* This thread's user and system CPU so far, in microseconds. */
+static uint64_t
+_cpu_us(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
+           (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
 /* realloc() that gives up on the whole run: a load generator out of memory
@@ -472,6 +492,11 @@ static int _open_conn(struct bench *b, struct bconn *c);
 static void
 _close_conn(struct bench *b, struct bconn *c)
 {
+    if (c->tls != NULL) {
+        tls_session_close_notify(c->tls);
+        tls_session_free(c->tls);
+        c->tls = NULL;
+    }
     if (c->fd >= 0) {
         epoll_ctl(b->ep, EPOLL_CTL_DEL, c->fd, NULL);
         close(c->fd);
@@ -571,6 +596,13 @@ _open_conn(struct bench *b, struct bconn *c)
         c->fd = -1;
         return -1;
     }
+    if (b->o->tls != NULL &&
+        (c->tls = tls_session_connect(b->o->tls, c->fd, b->o->host)) ==
+            NULL) {
+        close(c->fd);
+        c->fd = -1;
+        return -1;
+    }
     struct epoll_event ev = {.events = EPOLLOUT | EPOLLIN, .data.ptr = c};
     epoll_ctl(b->ep, EPOLL_CTL_ADD, c->fd, &ev);
     b->connects++;
@@ -643,17 +675,100 @@ _parse_replies(struct bench *b, struct bconn *c, uint64_t now)
     return done;
 }
 
+/* Sends like send(2), through the TLS session if there is one. */
+static ssize_t
+_send(struct bconn *c, const void *p, size_t len)
+{
+    if (c->tls == NULL) {
+        return send(c->fd, p, len, MSG_NOSIGNAL);
+    }
+    size_t put = 0;
+    switch (tls_session_write(c->tls, p, len, &put)) {
+    case TLS_OK:
+        return (ssize_t)put;
+    case TLS_WANT_READ:
+    case TLS_WANT_WRITE:
+        errno = EAGAIN;
+        return -1;
+    default:
+        errno = EPIPE;
+        return -1;
+    }
+}
+
+/* Reads like recv(2), through the TLS session if there is one. */
+static ssize_t
+_recv(struct bconn *c, void *p, size_t len)
+{
+    if (c->tls == NULL) {
+        return recv(c->fd, p, len, 0);
+    }
+    size_t got = 0;
+    switch (tls_session_read(c->tls, p, len, &got)) {
+    case TLS_OK:
+        return (ssize_t)got;
+    case TLS_WANT_READ:
+    case TLS_WANT_WRITE:
+        errno = EAGAIN;
+        return -1;
+    case TLS_CLOSED:
+        return 0;
+    default:
+        errno = EIO;
+        return -1;
+    }
+}
+
+/*
+ * Advances `c`'s TLS handshake. Returns true once it is complete; false
+ * while it waits (epoll set for what it waits on) or after it failed (the
+ * connection closed and queued again, with the backoff of a failed
+ * connect).
+ */
+static bool
+_tls_step(struct bench *b, struct bconn *c, uint64_t now)
+{
+    enum tls_status st = tls_session_handshake(c->tls);
+    if (st == TLS_OK) {
+        b->tls_handshakes++;
+        b->tls_resumed += tls_session_resumed(c->tls) ? 1 : 0;
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT,
+                                 .data.ptr = c};
+        epoll_ctl(b->ep, EPOLL_CTL_MOD, c->fd, &ev);
+        return true;
+    }
+    if (st == TLS_WANT_READ || st == TLS_WANT_WRITE) {
+        struct epoll_event ev = {
+            .events = st == TLS_WANT_READ ? EPOLLIN : EPOLLOUT,
+            .data.ptr = c};
+        epoll_ctl(b->ep, EPOLL_CTL_MOD, c->fd, &ev);
+        return false;
+    }
+    char why[256];
+    char msg[300];
+    tls_session_error(c->tls, why, sizeof(why));
+    snprintf(msg, sizeof(msg), "TLS handshake failed: %s", why);
+    _complain(b, msg);
+    b->errors++;
+    _close_conn(b, c); /* counts the open as over */
+    _reopen(b, c, now, true);
+    return false;
+}
+
 static void
 _on_writable(struct bench *b, struct bconn *c, uint64_t now)
 {
     bool was_connecting = c->connecting;
     if (was_connecting) {
+        if (c->tls != NULL && !tls_session_established(c->tls) &&
+            !_tls_step(b, c, now)) {
+            return;
+        }
         c->connecting = false;
         b->handshakes--;
     }
     while (c->woff < c->wlen) {
-        ssize_t n = send(c->fd, c->wbuf + c->woff, c->wlen - c->woff,
-                         MSG_NOSIGNAL);
+        ssize_t n = _send(c, c->wbuf + c->woff, c->wlen - c->woff);
         if (n < 0) {
             if (errno == EAGAIN) {
                 return;
@@ -703,30 +818,34 @@ _grow_rbuf(struct bconn *c, bool streaming)
     return true;
 }
 
-static void
-_on_readable(struct bench *b, struct bconn *c, uint64_t now)
+/*
+ * Reads once from `c` and handles the replies. Returns true if it read
+ * something and `c` is still open.
+ */
+static bool
+_read_once(struct bench *b, struct bconn *c, uint64_t now)
 {
     if (!_grow_rbuf(c, false)) {
         fprintf(stderr, "bench: a reply larger than %zu bytes\n", RBUF_MAX);
         b->errors++;
         _close_conn(b, c);
-        return;
+        return false;
     }
-    ssize_t n = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
+    ssize_t n = _recv(c, c->rbuf + c->rlen, c->rcap - c->rlen);
     if (n == 0 && c->quitting) {
         _close_conn(b, c);
         _reopen(b, c, now, false);
-        return;
+        return false;
     }
     if (n <= 0) {
         if (n < 0 && errno == EAGAIN) {
-            return;
+            return false;
         }
         bool never_connected = c->connecting;
         b->errors++;
         _close_conn(b, c);
         _reopen(b, c, now, never_connected);
-        return;
+        return false;
     }
     c->rlen += (size_t)n;
     bool filled = c->rlen == c->rcap;
@@ -736,39 +855,55 @@ _on_readable(struct bench *b, struct bconn *c, uint64_t now)
         b->errors += (uint64_t)c->inflight;
         _close_conn(b, c);
         _reopen(b, c, now, false);
-        return;
+        return false;
     }
     if (filled) {
         _grow_rbuf(c, true);
     }
 
     if (done == 0 || c->inflight > 0) {
-        return;
+        return true;
     }
     if (b->o->connect_per_request && b->o->quit) {
         /* A quit (at most a header) always fits an idle socket's send
          * buffer. */
         char quit[BENCH_WIRE_OVERHEAD];
         size_t qlen = bench_wire_quit(b->o->proto, quit);
-        if (send(c->fd, quit, qlen, MSG_NOSIGNAL) == (ssize_t)qlen) {
+        if (_send(c, quit, qlen) == (ssize_t)qlen) {
             c->quitting = true;
-            return;
+            return true;
         }
         b->errors++;
     }
     if (b->o->connect_per_request) {
         _close_conn(b, c);
         _reopen(b, c, now, false);
-        return;
+        return false;
     }
     if (_run_over(b, now)) {
-        return;
+        return true;
     }
     _fill(b, c);
     _on_writable(b, c, now);
     if (c->fd >= 0 && c->wlen > 0) {
         struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = c};
         epoll_ctl(b->ep, EPOLL_CTL_MOD, c->fd, &ev);
+    }
+    return c->fd >= 0;
+}
+
+static void
+_on_readable(struct bench *b, struct bconn *c, uint64_t now)
+{
+    if (c->connecting) {
+        /* Only a TLS handshake reads before it is connected. */
+        _on_writable(b, c, now);
+        return;
+    }
+    /* Over TLS the session may hold records it has already read from the
+     * socket, which epoll will not report again. */
+    while (_read_once(b, c, now) && c->tls != NULL &&
+           tls_session_pending(c->tls)) {
     }
 }
 
@@ -833,9 +968,13 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
     }
     b.started_ns = _now_ns();
     b.ack.flushed_ns = b.started_ns;
-    b.stop_ns = o->duration_s > 0
+    uint64_t warmup = o->duration_s > 0 ? (uint64_t)(o->warmup_s * 1e9) : 0;
+    b.warm_ns = warmup > 0 ? b.started_ns + warmup : 0;
+    b.stop_ns = o->duration_s > 0 && warmup == 0
                     ? b.started_ns + (uint64_t)(o->duration_s * 1e9)
                     : UINT64_MAX;
+    uint64_t counted_from = b.started_ns;
+    uint64_t cpu_from = _cpu_us();
     for (int i = 0; i < o->conns; i++) {
         b.conns[i].idx = i;
         b.conns[i].fd = -1;
@@ -870,6 +1009,22 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
             }
         }
         _open_due(&b, now);
+        if (b.warm_ns != 0 && now >= b.warm_ns &&
+            ((b.handshakes == 0 && b.queue_len == 0) ||
+             now >= b.warm_ns + WARMUP_WAIT_NS)) {
+            /* The warm-up is over and every connection open (TLS
+             * handshakes included), or waited for long enough: count
+             * from here, for the duration asked. */
+            b.warm_ns = 0;
+            counted_from = now;
+            cpu_from = _cpu_us();
+            b.stop_ns = now + (uint64_t)(o->duration_s * 1e9);
+            b.ops = b.errors = b.keys = b.hits = 0;
+            hist_reset(&b.hist);
+            /* For a script that samples the server's CPU from here. */
+            fprintf(stderr, "bench: warm-up done, counting\n");
+            fflush(stderr);
+        }
         if (b.ack.fd >= 0 && now - b.ack.flushed_ns >= ACK_FLUSH_NS) {
             _ack_flush(&b, now);
         }
@@ -889,7 +1044,8 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
             }
         }
     }
-    uint64_t elapsed = _now_ns() - b.started_ns;
+    uint64_t elapsed = _now_ns() - counted_from;
+    r->cpu_us = _cpu_us() - cpu_from;
     for (int i = 0; i < o->conns; i++) {
         b.errors += (uint64_t)(b.conns[i].fd >= 0 ? b.conns[i].inflight : 0);
         _close_conn(&b, &b.conns[i]);
@@ -922,5 +1078,7 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
     r->keys = b.keys;
     r->hits = b.hits;
     r->connects = b.connects;
+    r->tls_handshakes = b.tls_handshakes;
+    r->tls_resumed = b.tls_resumed;
     return 0;
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "bench_wire.h"
+#include "tls.h"
 
 struct bench_opts {
     const char *host;
@@ -48,6 +49,14 @@ struct bench_opts {
      * first. */
     const char *ack_log;
     uint64_t own_keys;     /* keys per connection in own-keys mode */
+    struct tls_ctx *tls;   /* --tls: every connection does a TLS handshake
+                            * first (counted as opening, like the TCP one);
+                            * NULL: plaintext */
+    double warmup_s;       /* with duration_s: run this long first, and
+                            * on until every connection is open (at most
+                            * 2 minutes more), counting nothing of it: a
+                            * ramp of 10,000 handshakes is not the
+                            * steady state */
 };
 
 struct bench_result {
@@ -63,6 +72,10 @@ struct bench_result {
     uint64_t keys;         /* keys asked for by gets (N per multi-get) */
     uint64_t hits;         /* values those gets returned */
     uint64_t acked;        /* own-keys mode: writes logged as acknowledged */
+    uint64_t cpu_us;       /* this thread's CPU while counting (after any
+                            * warm-up) */
+    uint64_t tls_handshakes; /* TLS handshakes completed */
+    uint64_t tls_resumed;    /* ... of which resumed a session */
 };
 
 /*

@@ -66,7 +66,8 @@ _usage(FILE *out)
             "           [--keyspace K] [--prefix S] [--reads PCT]\n"
             "           [--value-size B] [--duration SEC | --ops N]\n"
             "           [--connect [--quit]] [--json] [--lag-to PORT]\n"
-            "           [--ack-log FILE [--own-keys K]]\n"
+            "           [--ack-log FILE [--own-keys K]] [--warmup SEC]\n"
+            "           [--no-resume]\n"
             "kura verify --ack-log FILE [--host H] --port P [--port P2 ...]\n"
             "kura stallwatch [--host H] [--port P] [--count N] "
             "[--value-size B]\n"
@@ -85,7 +86,11 @@ _usage(FILE *out)
             "kura ping [--host H] [--port P] [--timeout MS] [--auth FILE]\n"
             "          [--quiet]\n"
             "kura stats [--host H] [--port P] [--timeout MS] [--auth FILE]\n"
-            "           [--prometheus | --watch SECS [--count N]]\n");
+            "           [--prometheus | --watch SECS [--count N]]\n"
+            "\n"
+            "Every command that connects (bench, verify, stallwatch, load,\n"
+            "backup, ping, stats) also takes, for kurad's -tlsport:\n"
+            "  --tls [--cacert FILE] [--cert FILE --key FILE]\n");
 }
 
 int

@@ -3,6 +3,7 @@
  */
 #include "lagprobe.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,6 +25,7 @@ struct lagprobe {
     int primary;
     int secondary;
     unsigned interval_ms;
+    struct tls_ctx *tls;  /* borrowed; NULL: plaintext */
     pthread_t thread;
     _Atomic bool stop;
     uint64_t *samples;
@@ -41,18 +43,22 @@ _now_us(void)
 
 /* Sends `req` and reads one reply ending in `term`; 0 on success. */
 static int
-_call(int fd, const char *req, char *reply, size_t cap, const char *term)
+_call(struct netio_stream *io, const char *req, char *reply, size_t cap,
+      const char *term)
 {
     size_t got = 0;
     size_t tl = strlen(term);
-    if (netio_send_all(fd, req, strlen(req), 2000) != 0) {
+    if (netio_stream_send_all(io, req, strlen(req), 2000) != 0) {
         return -1;
     }
     while (got + 1 < cap) {
-        if (netio_wait_readable(fd, 2000) <= 0) {
+        if (netio_stream_wait_readable(io, 2000) <= 0) {
             return -1;
         }
-        ssize_t n = recv(fd, reply + got, cap - 1 - got, 0);
+        ssize_t n = netio_stream_recv(io, reply + got, cap - 1 - got);
+        if (n < 0 && errno == EAGAIN) {
+            continue;
+        }
         if (n <= 0) {
             return -1;
         }
@@ -69,23 +75,33 @@ static void *
 _main(void *arg)
 {
     struct lagprobe *p = arg;
-    int a = netio_connect(p->host, p->primary, 2000);
-    int b = netio_connect(p->host, p->secondary, 2000);
+    struct netio_stream a;
+    struct netio_stream b;
+    char err[512];
+    if (netio_stream_connect(&a, p->host, p->primary, p->tls, 2000, err,
+                             sizeof(err)) != 0) {
+        fprintf(stderr, "lagprobe: %s\n", err);
+    }
+    if (netio_stream_connect(&b, p->host, p->secondary, p->tls, 2000, err,
+                             sizeof(err)) != 0) {
+        fprintf(stderr, "lagprobe: %s\n", err);
+    }
     char req[128];
     char reply[256];
     uint64_t seq = 0;
 
-    while (a >= 0 && b >= 0 && !atomic_load(&p->stop) && p->n < MAX_SAMPLES) {
+    while (a.fd >= 0 && b.fd >= 0 && !atomic_load(&p->stop) &&
+           p->n < MAX_SAMPLES) {
         seq++;
         snprintf(req, sizeof(req), "set lagprobe:%" PRIu64 " 0 0 1\r\nx\r\n",
                  seq);
-        if (_call(a, req, reply, sizeof(reply), "\r\n") != 0) {
+        if (_call(&a, req, reply, sizeof(reply), "\r\n") != 0) {
             break;
         }
         uint64_t acked = _now_us();
         snprintf(req, sizeof(req), "get lagprobe:%" PRIu64 "\r\n", seq);
         for (;;) {
-            if (_call(b, req, reply, sizeof(reply), "END\r\n") != 0) {
+            if (_call(&b, req, reply, sizeof(reply), "END\r\n") != 0) {
                 goto out;
             }
             if (strncmp(reply, "VALUE", 5) == 0) {
@@ -101,18 +117,14 @@ _main(void *arg)
         usleep(p->interval_ms * 1000u);
     }
 out:
-    if (a >= 0) {
-        close(a);
-    }
-    if (b >= 0) {
-        close(b);
-    }
+    netio_stream_close(&a);
+    netio_stream_close(&b);
     return NULL;
 }
 
 struct lagprobe *
 lagprobe_start(const char *host, int primary, int secondary,
-               unsigned interval_ms)
+               unsigned interval_ms, struct tls_ctx *tls)
 {
     struct lagprobe *p = calloc(1, sizeof(*p));
     if (p == NULL) {
@@ -122,6 +134,7 @@ lagprobe_start(const char *host, int primary, int secondary,
     p->primary = primary;
     p->secondary = secondary;
     p->interval_ms = interval_ms;
+    p->tls = tls;
     p->samples = calloc(MAX_SAMPLES, sizeof(*p->samples));
     if (p->samples == NULL ||
         pthread_create(&p->thread, NULL, _main, p) != 0) {

@@ -11,6 +11,8 @@
 
 #include <stdint.h>
 
+#include "tls.h"
+
 struct lagprobe;
 
 struct lagprobe_result {
@@ -21,9 +23,12 @@ struct lagprobe_result {
     uint64_t timeouts; /* probes not visible within 10 s */
 };
 
-/* Starts probing `host`:`primary` -> `host`:`secondary`. NULL on error. */
+/*
+ * Starts probing `host`:`primary` -> `host`:`secondary`, over TLS with
+ * `tls` (borrowed: it must outlive the probe). NULL on error.
+ */
 struct lagprobe *lagprobe_start(const char *host, int primary, int secondary,
-                                unsigned interval_ms);
+                                unsigned interval_ms, struct tls_ctx *tls);
 
 /* Stops the probe thread and reports. Frees `p`. */
 void lagprobe_stop(struct lagprobe *p, struct lagprobe_result *r);

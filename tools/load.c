@@ -26,6 +26,7 @@
 
 #include "pipeconn.h"
 #include "text_reply.h"
+#include "tlsopt.h"
 #include "util.h"
 
 #define FILE_BUF_INITIAL ((size_t)8 << 20)
@@ -320,25 +321,32 @@ _parse_replies(struct loader *ld, struct lconn *c)
     return rc;
 }
 
-/* Reads replies from `c`. -1 if the connection was lost or garbled. */
+/* Reads replies from `c` (over TLS, also what the session holds). -1 if
+ * the connection was lost or garbled. */
 static int
 _on_readable(struct loader *ld, struct lconn *c)
 {
-    ssize_t n = pipeconn_fill(&c->pc);
-    if (n == 0) {
-        return 0;
-    }
-    if (n < 0 && errno == ENOBUFS) {
-        fprintf(stderr, "kura load: reply line too long\n");
-        return -1;
-    }
-    if (n < 0) {
-        fprintf(stderr, "kura load: connection %s with %d sets in flight\n",
-                errno == 0 ? "closed by the server" : strerror(errno),
-                c->inflight);
-        return -1;
-    }
-    return _parse_replies(ld, c);
+    do {
+        ssize_t n = pipeconn_fill(&c->pc);
+        if (n == 0) {
+            return 0;
+        }
+        if (n < 0 && errno == ENOBUFS) {
+            fprintf(stderr, "kura load: reply line too long\n");
+            return -1;
+        }
+        if (n < 0) {
+            fprintf(stderr, "kura load: connection %s with %d sets in "
+                    "flight\n",
+                    errno == 0 ? "closed by the server" : strerror(errno),
+                    c->inflight);
+            return -1;
+        }
+        if (_parse_replies(ld, c) != 0) {
+            return -1;
+        }
+    } while (pipeconn_buffered(&c->pc));
+    return 0;
 }
 
 static int
@@ -348,10 +356,10 @@ _connect_all(struct loader *ld)
     for (int i = 0; i < o->conns; i++) {
         struct lconn *c = &ld->conns[i];
         c->lineno = _xrealloc(NULL, (size_t)o->window * sizeof(uint64_t));
+        char why[512];
         if (pipeconn_open(&c->pc, o->host, o->port, 5000, RBUF_SIZE,
-                          RBUF_SIZE) != 0) {
-            fprintf(stderr, "kura load: cannot connect to %s:%d: %s\n",
-                    o->host, o->port, strerror(errno));
+                          RBUF_SIZE, o->tls, why, sizeof(why)) != 0) {
+            fprintf(stderr, "kura load: %s\n", why);
             return -1;
         }
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
@@ -555,6 +563,7 @@ _usage(FILE *out)
 {
     fprintf(out, "usage: kura load FILE [--host H] [--port P] [--conns N] "
                  "[--window W] [--exptime S]\n"
+                 "                 " TLSOPT_USAGE "\n"
                  "       kura load --generate N --out FILE "
                  "[--start-time T] [--value-size B]\n");
 }
@@ -572,8 +581,10 @@ load_cmd(int argc, char **argv)
         {"out", required_argument, NULL, 'o'},
         {"start-time", required_argument, NULL, 's'},
         {"value-size", required_argument, NULL, 'v'},
+        TLSOPT_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
+    struct tlsopt tlsopt = {0};
     struct load_opts o = {
         .host = "127.0.0.1",
         .port = 1978,
@@ -625,7 +636,10 @@ load_cmd(int argc, char **argv)
             ok = util_parse_uint(a, al, LOAD_VALUE_MAX, &value_size) &&
                  value_size >= 10;
             break;
-        default: ok = false; break;
+        default:
+            ok = tlsopt_parse(&tlsopt, ch, a);
+            loading_opts = loading_opts || ok;
+            break;
         }
         if (!ok) {
             if (ch != '?') {
@@ -653,8 +667,12 @@ load_cmd(int argc, char **argv)
         return 2;
     }
     o.path = argv[optind];
+    if (tlsopt_context(&tlsopt, false, &o.tls) != 0) {
+        return 2;
+    }
     struct load_result r;
     int rc = load_run(&o, &r);
+    tls_ctx_destroy(o.tls);
     printf("loaded %" PRIu64 " of %" PRIu64 " records (%.1f MB) in %.2f s: "
            "%.0f records/s, %" PRIu64 " errors\n",
            r.stored, r.records, (double)r.bytes / 1e6, r.seconds,

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tls.h"
+
 struct load_opts {
     const char *path;        /* the TSV file; "-" for standard input */
     const char *host;
@@ -21,6 +23,7 @@ struct load_opts {
     int conns;               /* connections (default 4) */
     int window;              /* sets in flight per connection (default 256) */
     int64_t exptime;         /* memcached exptime of every record (0 none) */
+    struct tls_ctx *tls;     /* --tls: connect over TLS; NULL: plaintext */
 };
 
 struct load_result {

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "adminconn.h"
+#include "tlsopt.h"
 
 #define PING_REPLY_MAX (256 << 10)
 
@@ -23,7 +24,8 @@ static void
 _usage(FILE *out)
 {
     fprintf(out, "usage: kura ping [--host H] [--port P] [--timeout MS] "
-                 "[--auth FILE] [--quiet]\n");
+                 "[--auth FILE] [--quiet]\n"
+                 "                 " TLSOPT_USAGE "\n");
 }
 
 int
@@ -35,8 +37,11 @@ ping_cmd(int argc, char **argv)
         {"timeout", required_argument, NULL, 't'},
         {"auth", required_argument, NULL, 'a'},
         {"quiet", no_argument, NULL, 'q'},
+        TLSOPT_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
+    struct tlsopt tlsopt = {0};
+    struct tls_ctx *tls = NULL;
     const char *host = "127.0.0.1";
     const char *port = "1978";
     const char *auth = NULL;
@@ -57,18 +62,26 @@ ping_cmd(int argc, char **argv)
                 return PING_USAGE;
             }
             break;
-        default: _usage(stderr); return PING_USAGE;
+        default:
+            if (!tlsopt_parse(&tlsopt, ch, optarg)) {
+                _usage(stderr);
+                return PING_USAGE;
+            }
+            break;
         }
+    }
+    if (tlsopt_context(&tlsopt, false, &tls) != 0) {
+        return PING_USAGE;
     }
     if (optind != argc) {
         _usage(stderr);
         return PING_USAGE;
     }
-    struct adminconn c = {-1, 0};
+    struct adminconn c = {.fd = -1};
     char *reply = malloc(PING_REPLY_MAX);
     int rc = PING_DOWN;
     const char *why = "no answer";
-    if (reply == NULL || adminconn_open(&c, host, port, timeout_ms) != 0) {
+    if (reply == NULL || adminconn_open(&c, host, port, timeout_ms, tls) != 0) {
         why = "cannot connect";
         goto out;
     }
@@ -121,5 +134,6 @@ out:
     }
     adminconn_close(&c);
     free(reply);
+    tls_ctx_destroy(tls);
     return rc;
 }

@@ -28,21 +28,28 @@ _grow(void *p, size_t size)
 
 int
 pipeconn_open(struct pipeconn *c, const char *host, int port, int timeout_ms,
-              size_t in_initial, size_t in_max)
+              size_t in_initial, size_t in_max, struct tls_ctx *tls,
+              char *err, size_t errlen)
 {
+    struct netio_stream io;
+
     memset(c, 0, sizeof(*c));
     c->in_max = in_max > in_initial ? in_max : in_initial;
     c->in_cap = in_initial;
     c->in = _grow(NULL, in_initial);
-    c->fd = netio_connect(host, port, timeout_ms);
-    if (c->fd < 0) {
+    c->fd = -1;
+    if (netio_stream_connect(&io, host, port, tls, timeout_ms, err,
+                             errlen) != 0) {
         return -1;
     }
+    c->fd = io.fd;
+    c->tls = io.tls; /* the stream's session is the connection's now */
     if (util_set_nonblock(c->fd) != 0) {
-        int saved = errno;
+        snprintf(err, errlen, "%s", strerror(errno));
+        tls_session_free(c->tls);
+        c->tls = NULL;
         close(c->fd);
         c->fd = -1;
-        errno = saved;
         return -1;
     }
     return 0;
@@ -51,6 +58,10 @@ pipeconn_open(struct pipeconn *c, const char *host, int port, int timeout_ms,
 void
 pipeconn_close(struct pipeconn *c)
 {
+    if (c->tls != NULL) {
+        tls_session_close_notify(c->tls);
+        tls_session_free(c->tls);
+    }
     if (c->fd >= 0) {
         close(c->fd);
     }
@@ -96,12 +107,60 @@ pipeconn_pending(const struct pipeconn *c)
     return c->out_len - c->out_off;
 }
 
+/* Writes like send(2), through the TLS session if there is one. */
+static ssize_t
+_send(struct pipeconn *c, const void *p, size_t len)
+{
+    if (c->tls == NULL) {
+        return send(c->fd, p, len, MSG_NOSIGNAL);
+    }
+    size_t put = 0;
+    switch (tls_session_write(c->tls, p, len, &put)) {
+    case TLS_OK:
+        return (ssize_t)put;
+    case TLS_WANT_WRITE:
+        errno = EAGAIN;
+        return -1;
+    default:
+        errno = EIO;
+        return -1;
+    }
+}
+
+/* Reads like recv(2), through the TLS session if there is one. */
+static ssize_t
+_recv(struct pipeconn *c, void *p, size_t len)
+{
+    if (c->tls == NULL) {
+        return recv(c->fd, p, len, 0);
+    }
+    size_t got = 0;
+    switch (tls_session_read(c->tls, p, len, &got)) {
+    case TLS_OK:
+        return (ssize_t)got;
+    case TLS_WANT_READ:
+    case TLS_WANT_WRITE:
+        errno = EAGAIN;
+        return -1;
+    case TLS_CLOSED:
+        return 0;
+    default:
+        errno = EIO;
+        return -1;
+    }
+}
+
+bool
+pipeconn_buffered(const struct pipeconn *c)
+{
+    return c->tls != NULL && tls_session_pending(c->tls);
+}
+
 int
 pipeconn_flush(struct pipeconn *c)
 {
     while (c->out_off < c->out_len) {
-        ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-                         MSG_NOSIGNAL);
+        ssize_t n = _send(c, c->out + c->out_off, c->out_len - c->out_off);
         if (n < 0) {
             if (errno == EINTR) {
                 continue;
@@ -127,7 +186,7 @@ pipeconn_fill(struct pipeconn *c)
         c->in_cap = cap;
     }
     for (;;) {
-        ssize_t n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
+        ssize_t n = _recv(c, c->in + c->in_len, c->in_cap - c->in_len);
         if (n > 0) {
             c->in_len += (size_t)n;
             return n;

@@ -6,15 +6,21 @@
  * from the front.
  *
  * The socket is non-blocking: the caller polls it, for writing only while
- * pipeconn_pending() says output waits. Not thread-safe: one thread per
+ * pipeconn_pending() says output waits. Over TLS (tls.h) the bytes pass
+ * through the session, which may hold replies already read from the
+ * socket: the caller reads again, without polling, while
+ * pipeconn_buffered() says so. Not thread-safe: one thread per
  * connection. Buffers grow as needed; running out of memory ends the
  * process with a message, as the tools do everywhere.
  */
 #ifndef KURA_TOOLS_PIPECONN_H
 #define KURA_TOOLS_PIPECONN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+
+#include "tls.h"
 
 struct pipeconn {
     int fd;            /* -1 when closed */
@@ -26,16 +32,19 @@ struct pipeconn {
     size_t in_len;     /* bytes read and not consumed */
     size_t in_cap;
     size_t in_max;     /* the input buffer never grows past this */
+    struct tls_session *tls; /* NULL: plaintext */
 };
 
 /*
- * Connects to `host`:`port` within `timeout_ms` and makes the socket
- * non-blocking. The input buffer starts at `in_initial` bytes and may
- * grow to `in_max`. Returns 0, or -1 with errno set (`c->fd` is then -1
- * and pipeconn_close() is still safe).
+ * Connects to `host`:`port` within `timeout_ms` (with `tls`, through a
+ * TLS handshake that checks the server's certificate names `host`) and
+ * makes the socket non-blocking. The input buffer starts at `in_initial`
+ * bytes and may grow to `in_max`. Returns 0, or -1 with a reason in `err`
+ * (`c->fd` is then -1 and pipeconn_close() is still safe).
  */
 int pipeconn_open(struct pipeconn *c, const char *host, int port,
-                  int timeout_ms, size_t in_initial, size_t in_max);
+                  int timeout_ms, size_t in_initial, size_t in_max,
+                  struct tls_ctx *tls, char *err, size_t errlen);
 
 /* Closes the socket and frees the buffers. Safe on a zeroed struct with
  * fd -1, and twice. */
@@ -71,6 +80,9 @@ int pipeconn_flush(struct pipeconn *c);
  * (errno ENOBUFS).
  */
 ssize_t pipeconn_fill(struct pipeconn *c);
+
+/* True if a TLS session holds input the socket will not signal again. */
+bool pipeconn_buffered(const struct pipeconn *c);
 
 /* Drops the first `n` bytes of the input (what the caller parsed). */
 void pipeconn_consume(struct pipeconn *c, size_t n);

@@ -23,6 +23,7 @@
 
 #include "hist.h"
 #include "netio.h"
+#include "tlsopt.h"
 #include "util.h"
 
 #define OP_TIMEOUT_MS 60000      /* an operation this slow is an error */
@@ -107,24 +108,24 @@ _report_error(struct watch *w, const char *what, uint64_t index,
  * error with a reason in `reply`.
  */
 static int
-_roundtrip(int fd, const char *req, size_t len, char *reply)
+_roundtrip(struct netio_stream *io, const char *req, size_t len, char *reply)
 {
     size_t got = 0;
 
-    if (netio_send_all(fd, req, len, OP_TIMEOUT_MS) != 0) {
+    if (netio_stream_send_all(io, req, len, OP_TIMEOUT_MS) != 0) {
         snprintf(reply, REPLY_CAP, "send: %s", strerror(errno));
         return -1;
     }
     for (;;) {
-        int ready = netio_wait_readable(fd, OP_TIMEOUT_MS);
+        int ready = netio_stream_wait_readable(io, OP_TIMEOUT_MS);
         if (ready <= 0) {
             snprintf(reply, REPLY_CAP, "%s", ready == 0
                      ? "no reply within 60 s" : strerror(errno));
             return -1;
         }
-        ssize_t n = recv(fd, reply + got, REPLY_CAP - 1 - got, 0);
+        ssize_t n = netio_stream_recv(io, reply + got, REPLY_CAP - 1 - got);
         if (n <= 0) {
-            if (n < 0 && errno == EINTR) {
+            if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
                 continue;
             }
             snprintf(reply, REPLY_CAP, "%s",
@@ -150,7 +151,8 @@ _probe_main(void *arg)
     struct watch *w = p->w;
     const char req[] = "version\r\n";
     char reply[REPLY_CAP];
-    int fd = -1;
+    char why[512];
+    struct netio_stream io = {.fd = -1};
     uint64_t due = w->started_ns;  /* the first probe goes out at once */
 
     util_thread_name("stallprobe");
@@ -169,18 +171,15 @@ _probe_main(void *arg)
         pthread_mutex_unlock(&w->lock);
 
         uint64_t index = p->probes + p->errors + 1;
-        if (fd < 0) {
-            fd = netio_connect(w->o->host, w->o->port, 5000);
+        if (io.fd < 0) {
+            netio_stream_connect(&io, w->o->host, w->o->port, w->o->tls,
+                                 5000, why, sizeof(why));
         }
         uint64_t start = _now_ns();
-        if (fd < 0 || _roundtrip(fd, req, sizeof(req) - 1, reply) != 0) {
+        if (io.fd < 0 || _roundtrip(&io, req, sizeof(req) - 1, reply) != 0) {
             p->errors++;
-            _report_error(w, "probe", index,
-                          fd < 0 ? strerror(errno) : reply);
-            if (fd >= 0) {
-                close(fd);
-                fd = -1;
-            }
+            _report_error(w, "probe", index, io.fd < 0 ? why : reply);
+            netio_stream_close(&io);
         } else {
             uint64_t us = (_now_ns() - start) / 1000;
             if (strncmp(reply, "VERSION ", 8) != 0) {
@@ -203,15 +202,14 @@ _probe_main(void *arg)
         pthread_mutex_lock(&w->lock);
     }
     pthread_mutex_unlock(&w->lock);
-    if (fd >= 0) {
-        close(fd);
-    }
+    netio_stream_close(&io);
     return NULL;
 }
 
 /* The insert loop, on the calling thread. Returns its error count. */
 static uint64_t
-_insert_all(struct watch *w, int fd, struct hist *h, uint64_t *stored)
+_insert_all(struct watch *w, struct netio_stream *io, struct hist *h,
+            uint64_t *stored)
 {
     const struct stallwatch_opts *o = w->o;
     char reply[REPLY_CAP];
@@ -236,7 +234,7 @@ _insert_all(struct watch *w, int fd, struct hist *h, uint64_t *stored)
         size_t len = (size_t)hl + o->value_size + 2;
 
         uint64_t start = _now_ns();
-        if (_roundtrip(fd, req, len, reply) != 0) {
+        if (_roundtrip(io, req, len, reply) != 0) {
             errors++;
             _report_error(w, "insert (stopping)", i, reply);
             break;
@@ -269,10 +267,11 @@ stallwatch_run(const struct stallwatch_opts *o, struct stallwatch_result *r,
     if (h == NULL) {
         return -1;
     }
-    int fd = netio_connect(o->host, o->port, 5000);
-    if (fd < 0) {
-        fprintf(stderr, "stallwatch: cannot connect to %s:%d: %s\n", o->host,
-                o->port, strerror(errno));
+    struct netio_stream io;
+    char why[512];
+    if (netio_stream_connect(&io, o->host, o->port, o->tls, 5000, why,
+                             sizeof(why)) != 0) {
+        fprintf(stderr, "stallwatch: %s\n", why);
         free(h);
         return -1;
     }
@@ -293,9 +292,9 @@ stallwatch_run(const struct stallwatch_opts *o, struct stallwatch_result *r,
         r->errors++;
     }
 
-    r->errors += _insert_all(&w, fd, h, &r->inserts);
+    r->errors += _insert_all(&w, &io, h, &r->inserts);
     uint64_t elapsed = _now_ns() - w.started_ns;
-    close(fd);
+    netio_stream_close(&io);
 
     pthread_mutex_lock(&w.lock);
     w.stop = true;
@@ -330,7 +329,8 @@ _usage(FILE *out)
 {
     fprintf(out, "usage: kura stallwatch [--host H] [--port P] [--count N] "
                  "[--value-size B]\n"
-                 "                       [--threshold-ms T] [--json]\n");
+                 "                       [--threshold-ms T] [--json]\n"
+                 "                       " TLSOPT_USAGE "\n");
 }
 
 static bool
@@ -349,8 +349,10 @@ stallwatch_cmd(int argc, char **argv)
         {"value-size", required_argument, NULL, 'v'},
         {"threshold-ms", required_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},
+        TLSOPT_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
+    struct tlsopt tlsopt = {0};
     struct stallwatch_opts o = {
         .host = "127.0.0.1",
         .port = 1978,
@@ -390,15 +392,24 @@ stallwatch_cmd(int argc, char **argv)
             o.threshold_ms = (unsigned)v;
             break;
         case 'j': json = true; break;
-        default: goto usage;
+        default:
+            if (!tlsopt_parse(&tlsopt, ch, optarg)) {
+                goto usage;
+            }
+            break;
         }
     }
     if (optind != argc) {
         goto usage;
     }
+    if (tlsopt_context(&tlsopt, false, &o.tls) != 0) {
+        return 2;
+    }
 
     struct stallwatch_result r;
-    if (stallwatch_run(&o, &r, json ? stderr : stdout) != 0) {
+    int run = stallwatch_run(&o, &r, json ? stderr : stdout);
+    tls_ctx_destroy(o.tls);
+    if (run != 0) {
         return 1;
     }
     if (json) {

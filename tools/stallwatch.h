@@ -15,12 +15,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tls.h"
+
 struct stallwatch_opts {
     const char *host;
     int port;
     uint64_t count;          /* inserts (800,000 in the seed) */
     size_t value_size;       /* bytes per value (1 KiB in the seed) */
     unsigned threshold_ms;   /* report operations slower than this */
+    struct tls_ctx *tls;     /* --tls: both connections; NULL: plaintext */
 };
 
 struct stallwatch_result {

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "adminconn.h"
+#include "tlsopt.h"
 #include "buf.h"
 #include "metrics.h"
 #include "stats_watch.h"
@@ -39,7 +40,8 @@ _usage(FILE *out)
     fprintf(out, "usage: kura stats [--host H] [--port P] [--timeout MS] "
                  "[--auth FILE]\n"
                  "                  [--prometheus | --watch SECS "
-                 "[--count N]]\n");
+                 "[--count N]]\n"
+                 "                  " TLSOPT_USAGE "\n");
 }
 
 /* Sleeps until `until_us` on util_mono_us()'s clock. */
@@ -158,8 +160,11 @@ stats_cmd(int argc, char **argv)
         {"prometheus", no_argument, NULL, 'P'},
         {"watch", required_argument, NULL, 'w'},
         {"count", required_argument, NULL, 'c'},
+        TLSOPT_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
+    struct tlsopt tlsopt = {0};
+    struct tls_ctx *tls = NULL;
     const char *host = "127.0.0.1";
     const char *port = "1978";
     const char *auth = NULL;
@@ -200,8 +205,16 @@ stats_cmd(int argc, char **argv)
                 return STATS_CMD_USAGE;
             }
             break;
-        default: _usage(stderr); return STATS_CMD_USAGE;
+        default:
+            if (!tlsopt_parse(&tlsopt, ch, optarg)) {
+                _usage(stderr);
+                return STATS_CMD_USAGE;
+            }
+            break;
         }
+    }
+    if (tlsopt_context(&tlsopt, false, &tls) != 0) {
+        return STATS_CMD_USAGE;
     }
     if (optind != argc || (watch_s > 0 && prometheus) ||
         (count > 0 && watch_s == 0)) {
@@ -209,7 +222,7 @@ stats_cmd(int argc, char **argv)
         return STATS_CMD_USAGE;
     }
 
-    struct adminconn c = {-1, 0};
+    struct adminconn c = {.fd = -1};
     char *reply = malloc(STATS_REPLY_MAX);
     struct metrics_pair *pairs = malloc((STATS_PAIRS_MAX + 1) *
                                         sizeof(*pairs));
@@ -219,7 +232,7 @@ stats_cmd(int argc, char **argv)
 
     if (reply == NULL || pairs == NULL) {
         why = "out of memory";
-    } else if (adminconn_open(&c, host, port, (long)timeout_ms) != 0) {
+    } else if (adminconn_open(&c, host, port, (long)timeout_ms, tls) != 0) {
         why = "cannot connect";
     } else if (auth != NULL &&
                (st = adminconn_login(&c, auth, reply, STATS_REPLY_MAX)) !=
@@ -267,5 +280,6 @@ stats_cmd(int argc, char **argv)
     }
     free(pairs);
     free(reply);
+    tls_ctx_destroy(tls);
     return rc;
 }

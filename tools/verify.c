@@ -24,6 +24,7 @@
 
 #include "pipeconn.h"
 #include "text_reply.h"
+#include "tlsopt.h"
 #include "util.h"
 
 #define READ_CHUNK ((size_t)1 << 20)
@@ -505,20 +506,25 @@ _parse_replies(struct vrun *v, struct vconn *c)
 static int
 _on_readable(struct vrun *v, struct vconn *c)
 {
-    ssize_t n = pipeconn_fill(&c->pc);
-    if (n == 0) {
-        return 0;
-    }
-    if (n < 0) {
-        snprintf(v->r->error, sizeof(v->r->error), "%s%s",
-                 errno == ENOBUFS ? "a reply too large to buffer"
-                                  : "connection ",
-                 errno == ENOBUFS ? ""
-                 : errno == 0     ? "closed by the server"
-                                  : strerror(errno));
-        return -1;
-    }
-    return _parse_replies(v, c);
+    do {
+        ssize_t n = pipeconn_fill(&c->pc);
+        if (n == 0) {
+            return 0;
+        }
+        if (n < 0) {
+            snprintf(v->r->error, sizeof(v->r->error), "%s%s",
+                     errno == ENOBUFS ? "a reply too large to buffer"
+                                      : "connection ",
+                     errno == ENOBUFS ? ""
+                     : errno == 0     ? "closed by the server"
+                                      : strerror(errno));
+            return -1;
+        }
+        if (_parse_replies(v, c) != 0) {
+            return -1;
+        }
+    } while (pipeconn_buffered(&c->pc)); /* TLS: read, not signalled */
+    return 0;
 }
 
 static int
@@ -579,7 +585,7 @@ _drive(struct vrun *v, struct vconn *conns, int nconns)
 
 int
 verify_server(const struct verify_acks *a, const char *host, int port,
-              struct verify_report *r)
+              struct tls_ctx *tls, struct verify_report *r)
 {
     struct vconn conns[VERIFY_CONNS];
     struct vrun v = {.a = a, .r = r};
@@ -592,10 +598,11 @@ verify_server(const struct verify_acks *a, const char *host, int port,
         conns[i].pc.fd = -1;
     }
     for (int i = 0; i < VERIFY_CONNS; i++) {
+        char why[512];
         if (pipeconn_open(&conns[i].pc, host, port, 5000,
-                          VERIFY_RBUF_INITIAL, VERIFY_RBUF_MAX) != 0) {
-            snprintf(r->error, sizeof(r->error), "cannot connect: %s",
-                     strerror(errno));
+                          VERIFY_RBUF_INITIAL, VERIFY_RBUF_MAX, tls, why,
+                          sizeof(why)) != 0) {
+            snprintf(r->error, sizeof(r->error), "%s", why);
             rc = -1;
             break;
         }
@@ -616,7 +623,8 @@ static void
 _usage(FILE *out)
 {
     fprintf(out, "usage: kura verify --ack-log FILE [--host H] --port P "
-                 "[--port P2 ...]\n");
+                 "[--port P2 ...]\n"
+                 "                   " TLSOPT_USAGE "\n");
 }
 
 int
@@ -627,8 +635,11 @@ verify_cmd(int argc, char **argv)
         {"host", required_argument, NULL, 'h'},
         {"port", required_argument, NULL, 'p'},
         {"help", no_argument, NULL, '?'},
+        TLSOPT_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
+    struct tlsopt tlsopt = {0};
+    struct tls_ctx *tls = NULL;
     const char *log_path = NULL;
     const char *host = "127.0.0.1";
     int ports[MAX_PORTS];
@@ -650,11 +661,19 @@ verify_cmd(int argc, char **argv)
             }
             ports[nports++] = (int)port;
             break;
-        default: _usage(stderr); return 2;
+        default:
+            if (!tlsopt_parse(&tlsopt, ch, optarg)) {
+                _usage(stderr);
+                return 2;
+            }
+            break;
         }
     }
     if (log_path == NULL || nports == 0 || optind != argc) {
         _usage(stderr);
+        return 2;
+    }
+    if (tlsopt_context(&tlsopt, false, &tls) != 0) {
         return 2;
     }
     struct verify_acks *a;
@@ -670,7 +689,7 @@ verify_cmd(int argc, char **argv)
         return 1;
     }
     for (int i = 0; i < nports; i++) {
-        if (verify_server(a, host, ports[i], r) != 0) {
+        if (verify_server(a, host, ports[i], tls, r) != 0) {
             printf("%s:%d: cannot verify: %s\n", host, ports[i], r->error);
             status = 1;
             continue;
@@ -701,5 +720,6 @@ verify_cmd(int argc, char **argv)
     }
     free(r);
     verify_acks_free(a);
+    tls_ctx_destroy(tls);
     return status;
 }

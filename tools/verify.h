@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tls.h"
+
 #define VERIFY_MAX_BAD 10   /* bad keys remembered per server for display */
 
 /* The highest acknowledged sequence number per key (opaque). */
@@ -67,13 +69,13 @@ uint64_t verify_acks_keys(const struct verify_acks *a);
 void verify_acks_free(struct verify_acks *a);
 
 /*
- * Fetches every key of `a` from `host`:`port` with pipelined multi-key
- * gets over a few connections and fills `r`. Returns 0 if every key was
+ * Fetches every key of `a` from `host`:`port` (over TLS with `tls`) with
+ * pipelined multi-key gets over a few connections and fills `r`. Returns 0 if every key was
  * classified (r->failed false), -1 if the server could not be reached or
  * stopped answering properly (r->failed true, r->error says why).
  */
 int verify_server(const struct verify_acks *a, const char *host, int port,
-                  struct verify_report *r);
+                  struct tls_ctx *tls, struct verify_report *r);
 
 /*
  * Runs `kura verify --ack-log FILE [--host H] --port P [--port P2 ...]`;

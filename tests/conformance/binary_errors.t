@@ -19,6 +19,16 @@ conn k3
 send-bin getkq key="k"*251 opaque=3
 expect-bin getkq status=einval value="Invalid arguments" opaque=3
 expect-closed
+# the key is judged before the size of the value (found by tools/difffuzz:
+# kurad answered E2BIG), and so are extras a store does not take
+conn k3a
+send-bin set key="k"*251 value="z"*1048577 opaque=0x3a
+expect-bin set status=einval value="Invalid arguments" opaque=0x3a
+expect-closed
+conn k3b
+send-bin append key="k" extras="abcd" value="z"*1048577 opaque=0x3b
+expect-bin append status=einval value="Invalid arguments" opaque=0x3b
+expect-closed
 # get, set, delete, incr, append need a key
 conn k4
 send-bin get opaque=4

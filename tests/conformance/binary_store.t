@@ -33,6 +33,17 @@ send-bin add key="bs:b" flags=6 value="bee2" opaque=0x21
 expect-bin add status=key_eexists value="Data exists for key." opaque=0x21
 send-bin get key="bs:b" opaque=0x22
 expect-bin get flags=5 value="bee" opaque=0x22 cas=$cb
+# add with a cas in the header is a cas (found by tools/difffuzz): on a
+# missing key KEY_ENOENT, with a stale cas KEY_EEXISTS, and with the
+# item's cas it replaces the item
+send-bin add key="bs:addcas" value="x" cas=12345 opaque=0x23
+expect-bin add status=key_enoent value="Not found" opaque=0x23
+send-bin add key="bs:b" flags=6 value="bee3" cas=12345 opaque=0x24
+expect-bin add status=key_eexists value="Data exists for key." opaque=0x24
+send-bin add key="bs:b" flags=6 value="bee4" cas=$cb opaque=0x25
+expect-bin add opaque=0x25 cas={$cb1 != $cb}
+send-bin get key="bs:b" opaque=0x26
+expect-bin get flags=6 value="bee4" opaque=0x26 cas=$cb1
 
 # --- replace
 # replace on a missing key: KEY_ENOENT (not NOT_STORED)

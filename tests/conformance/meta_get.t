@@ -180,3 +180,66 @@ expect "CLIENT_ERROR bad command line format\r\n"
 # the connection goes on after errors
 send "mg mg:a v\r\n"
 expect "VA 5\r\nhello\r\n"
+
+# --- issue 28 (found by tools/difffuzz): memcached 1.6.18 step by step
+# T, N and R act in the request's order, and t reports the ttl where it
+# stands: before N, a new item has none
+send "mg i28:g1 t N1000 s\r\n"
+expect "HD t-1 s0 W\r\n"
+send "mg i28:g1 t\r\n"
+expect "HD t{int:999..1000} Z\r\n"
+# R before T looks at the old ttl, after T at the new one
+send "ms i28:g2 1 T1000\r\nx\r\n"
+expect "HD\r\n"
+send "mg i28:g2 R100 T50 t\r\n"
+expect "HD t{int:49..50}\r\n"
+send "mg i28:g2 T1000 R100\r\n"
+expect "HD\r\n"
+send "mg i28:g2 T50 R100 t\r\n"
+expect "HD t{int:49..50} W\r\n"
+send "mg i28:g2 v\r\n"
+expect "VA 1 Z\r\nx\r\n"
+# the flags are walked in order: an unknown or repeated letter stops at
+# once, a bad token is noted and the last one noted is reported; a bad F
+# has no words of its own, a line's are "bad command line format"
+send "mg i28:g F\r\n"
+expect "CLIENT_ERROR bad command line format\r\n"
+send "mg i28:g F Tx\r\n"
+expect "CLIENT_ERROR bad token in command line format\r\n"
+send "mg i28:g Tx F\r\n"
+expect "CLIENT_ERROR bad token in command line format\r\n"
+send "mg i28:g Tx Jx\r\n"
+expect "CLIENT_ERROR invalid numeric initial value\r\n"
+send "mg i28:g Dx\r\n"
+expect "CLIENT_ERROR invalid numeric delta value\r\n"
+send "mg i28:g M\r\n"
+expect "CLIENT_ERROR incorrect length for M token\r\n"
+send "mg i28:g Tx y\r\n"
+expect "CLIENT_ERROR invalid flag\r\n"
+send "mg i28:g Tx v v\r\n"
+expect "CLIENT_ERROR duplicate flag\r\n"
+send "mg i28:g \x80\r\n"
+expect "CLIENT_ERROR duplicate flag\r\n"
+send "mg !!!! Tx b\r\n"
+expect "CLIENT_ERROR error decoding key\r\n"
+send "mg !!!! b Tx\r\n"
+expect "CLIENT_ERROR bad token in command line format\r\n"
+send "mg i28:g v v v v v v v v v v v v v v v v v v\r\n"
+expect "CLIENT_ERROR options flags are too long\r\n"
+# mg takes any mode letter and does not use it
+send "mg i28:g MX v\r\n"
+expect "EN\r\n"
+# base64 as memcached decodes it ("aTI4Omc=" is "i28:g"): bytes outside
+# the alphabet are skipped, what follows the padding is ignored, groups
+# must be whole
+send "ms aTI4Omc= 1 b\r\nr\r\n"
+expect "HD\r\n"
+send "mg aTI4!Omc= b v\r\n"
+expect "VA 1\r\nr\r\n"
+send "mg aTI4Omc=AAAA b v\r\n"
+expect "VA 1\r\nr\r\n"
+send "mg aTI4Omc b v\r\n"
+expect "CLIENT_ERROR error decoding key\r\n"
+# a NUL ends the line
+send "mg i28:gnul v\0 v\r\n"
+expect "EN\r\n"

@@ -47,3 +47,19 @@ send "me "+"k"*251+"\r\n"
 expect "CLIENT_ERROR bad command line format\r\n"
 send "mn\r\n"
 expect "MN\r\n"
+
+# --- issue 28 (found by tools/difffuzz): me reads only the key and a b
+# right after it ("aTI4Om1l" is "i28:me")
+send "me i28:nothing v v y\r\n"
+expect "EN\r\n"
+send "ms aTI4Om1l 1 b\r\nx\r\n"
+expect "HD\r\n"
+send "me aTI4Om1l x b\r\n"
+expect "EN\r\n"
+send "me aTI4Om1l b x x\r\n"
+expect "ME aTI4Om1l exp=-1 la={int} cas={int} fetch=no cls={int} size={int}\r\n"
+# a key that does not decode is a bad command line
+send "me aTI4Om1 b\r\n"
+expect "CLIENT_ERROR bad command line format\r\n"
+send "mn\r\n"
+expect "MN\r\n"

@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define IN_KEYBUF ((size_t)-2) /* a key decoded into the request */
 
 /* Meta flags that come back in a reply, and the modes ms and ma take. */
-static const char META_RETURNS[] = "cfhklOst";
+static const char META_FLAGS[] = "bcfhklOqstuvNRTCFIMJDEPL";
 static const char MS_MODES[] = "SEAPR";
 static const char MA_MODES[] = "I+D-";
 
@@ -115,19 +115,18 @@ _check_meta(const struct proto_request *req, const char *win,
 
     FUZZ_CHECK(req->kind == PROTO_KIND_META);
     FUZZ_CHECK(req->noreply == m->quiet);
-    FUZZ_CHECK(m->nret <= sizeof(META_RETURNS) - 1);
-    for (size_t i = 0; i < m->nret; i++) {
-        FUZZ_CHECK(memchr(META_RETURNS, m->ret[i],
-                          sizeof(META_RETURNS) - 1) != NULL);
-        FUZZ_CHECK(memchr(m->ret, m->ret[i], i) == NULL); /* no repeats */
+    FUZZ_CHECK(m->norder <= PROTO_META_FLAGS_MAX);
+    for (size_t i = 0; i < m->norder; i++) {
+        FUZZ_CHECK(memchr(META_FLAGS, m->order[i],
+                          sizeof(META_FLAGS) - 1) != NULL);
+        FUZZ_CHECK(memchr(m->order, m->order[i], i) == NULL); /* no repeats */
     }
     if (m->opaque != NULL) {
         FUZZ_CHECK(m->opaque_len < 32); /* 32 bytes with its O */
         FUZZ_CHECK(fuzz_inside(m->opaque, m->opaque_len, win, consumed));
-        FUZZ_CHECK(memchr(m->ret, 'O', m->nret) != NULL);
+        FUZZ_CHECK(memchr(m->order, 'O', m->norder) != NULL);
     }
-    FUZZ_CHECK(!m->ttl_before_update ||
-               (m->ttl && memchr(m->ret, 't', m->nret) != NULL));
+    FUZZ_CHECK(!m->ttl || memchr(m->order, 'T', m->norder) != NULL);
     if (req->cmd == PROTO_CMD_MS) {
         FUZZ_CHECK(m->mode == 0 || memchr(MS_MODES, m->mode,
                                           sizeof(MS_MODES) - 1) != NULL);
@@ -237,9 +236,10 @@ _check_request(const struct proto_limits *lim, const struct proto_request *req,
     default:
         break;
     }
-    /* mn and the m* commands are meta; the rest, text. */
-    FUZZ_CHECK(req->kind == (req->cmd >= PROTO_CMD_NOOP ? PROTO_KIND_META
-                                                         : PROTO_KIND_TEXT));
+    /* mn and the m* commands are meta; the rest, text (shutdown and
+     * cache_memlimit sit after the meta commands in the enum). */
+    bool meta = req->cmd >= PROTO_CMD_NOOP && req->cmd <= PROTO_CMD_ME;
+    FUZZ_CHECK(req->kind == (meta ? PROTO_KIND_META : PROTO_KIND_TEXT));
 }
 
 static void
@@ -256,7 +256,8 @@ _trace_add(struct trace *t, const struct event *e)
 static bool
 _meta_equal(const struct proto_meta *a, const struct proto_meta *b)
 {
-    return a->nret == b->nret && memcmp(a->ret, b->ret, a->nret) == 0 &&
+    return a->norder == b->norder &&
+           memcmp(a->order, b->order, a->norder) == 0 &&
            a->base64 == b->base64 && a->quiet == b->quiet &&
            a->value == b->value && a->no_bump == b->no_bump &&
            a->invalidate == b->invalidate &&
@@ -264,7 +265,6 @@ _meta_equal(const struct proto_meta *a, const struct proto_meta *b)
            a->vivify_ttl == b->vivify_ttl && a->recache == b->recache &&
            a->recache_ttl == b->recache_ttl && a->ttl == b->ttl &&
            a->ttl_value == b->ttl_value &&
-           a->ttl_before_update == b->ttl_before_update &&
            a->client_flags == b->client_flags &&
            a->flags_value == b->flags_value &&
            a->compare_cas == b->compare_cas &&

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz harnesses in tests/fuzz/corpus/.
 
-    tests/fuzz/make-seeds.py            rewrites corpus/{proto,ulog,repl,bin}/
+    tests/fuzz/make-seeds.py [KIND...]  rewrites corpus/{proto,ulog,repl,bin,tls}/
+                                        (or those KINDs only)
 
 The seeds are committed; this script documents how each was made and makes
 them again after a format change. It encodes update log records, record
@@ -507,6 +508,61 @@ def bin_seeds():
     return seeds
 
 
+def client_hello(max_tls12=False, alpn=None):
+    """A real ClientHello from Python's ssl module (OpenSSL), as a client
+    connecting to kurad's TLS port sends it."""
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    if max_tls12:
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    if alpn:
+        ctx.set_alpn_protocols(alpn)
+    inb, outb = ssl.MemoryBIO(), ssl.MemoryBIO()
+    conn = ctx.wrap_bio(inb, outb, server_hostname="localhost")
+    try:
+        conn.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return outb.read()
+
+
+def tls_seeds():
+    """fuzz_tls: byte 0 bit 0 asks for a client certificate, byte 1 % 8
+    chunk sizes follow, then what the client sends."""
+    seeds = {}
+
+    def add(name, stream, mode=0, sizes=b""):
+        seeds[name] = bytes([mode, len(sizes)]) + sizes + stream
+
+    hello = client_hello()
+    add("hello13", hello)
+    add("hello13-whole", hello, sizes=b"\xff")
+    add("hello13-mutual", hello, mode=1, sizes=b"\x40")
+    add("hello12", client_hello(max_tls12=True), sizes=b"\x10\x80")
+    add("hello-alpn", client_hello(alpn=["http/1.1"]))
+    add("hello-truncated", hello[:40])
+    add("hello-twice", hello + hello, sizes=b"\xff")
+    add("hello-then-junk", hello + bytes(range(256)), sizes=b"\xff")
+    add("header-length-max", b"\x16\x03\x01\xff\xff" + hello[5:])
+    add("header-junk", b"\x16\x03\x01\x00\x10" + bytes(range(16)))
+    add("header-only", b"\x16\x03\x01")
+    add("record-16k-junk", b"\x16\x03\x03\x40\x00" +
+        bytes((i * 131 + 7) & 0xFF for i in range(16384)), sizes=b"\xff")
+    add("appdata-first", b"\x17\x03\x03\x00\x05hello")
+    add("alert-first", b"\x15\x03\x03\x00\x02\x02\x28")
+    add("sslv2-hello", b"\x80\x2e\x01\x03\x01\x00\x15\x00\x00\x00\x10" +
+        bytes(range(37)))
+    add("text-get", b"get a\r\n")
+    add("text-repl", b"REPL 1 1 0 0\r\n")
+    add("meta", b"mg a v\r\n")
+    add("http-get", b"GET /x HTTP/1.1\r\nHost: k\r\n\r\n")
+    add("binary-get", bframe("get", key=b"k", opaque=0xdeadbeef))
+    add("binary-magic-only", b"\x80")
+    return seeds
+
+
 def write(kind, seeds):
     out = os.path.join(CORPUS, kind)
     shutil.rmtree(out, ignore_errors=True)
@@ -518,12 +574,15 @@ def write(kind, seeds):
 
 
 def main():
-    if len(sys.argv) > 1:
+    kinds = (("proto", proto_seeds), ("ulog", ulog_seeds),
+             ("repl", repl_seeds), ("bin", bin_seeds), ("tls", tls_seeds))
+    wanted = sys.argv[1:] or [k for k, _ in kinds]
+    if any(w not in dict(kinds) for w in wanted):
         sys.exit(__doc__)
-    for kind, make in (("proto", proto_seeds), ("ulog", ulog_seeds),
-                       ("repl", repl_seeds), ("bin", bin_seeds)):
-        n, size = write(kind, make())
-        print(f"{kind}: {n} seeds, {size} bytes")
+    for kind, make in kinds:
+        if kind in wanted:
+            n, size = write(kind, make())
+            print(f"{kind}: {n} seeds, {size} bytes")
 
 
 if __name__ == "__main__":

@@ -747,7 +747,9 @@ START_TEST(test_slow_backup_holds_the_log)
     int fd = _slow_connect(m.port);
     struct repl_hello h = {REPL_VERSION, REPL_BACKUP_SID, 0, REPL_FLAG_BACKUP,
                            ""};
-    ck_assert_int_eq(repl_receiver_handshake(fd, &h, &auth, 5000, line,
+    struct netio_stream io;
+    netio_stream_init(&io, fd, NULL);
+    ck_assert_int_eq(repl_receiver_handshake(&io, &h, &auth, 5000, line,
                                              sizeof(line)),
                                              REPL_RECEIVER_HS_OK);
     ck_assert_str_eq(line, "REPL BACKUP 1");
@@ -849,7 +851,7 @@ START_TEST(test_backup_wrong_key_refused)
 
     /* Never over a database a kurad has open: here the server's own. */
     _backup(&t, m.db, _in(&m, "rkey"), 1);
-    ck_assert_ptr_nonnull(strstr(t.err, "another process is using it"));
+    ck_assert_ptr_nonnull(strstr(t.err, " is using it"));
 
     /* The right key works, and a second backup replaces the first. */
     _backup(&t, out, _in(&m, "rkey"), 0);

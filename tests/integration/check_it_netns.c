@@ -5,7 +5,8 @@
  *
  * Without -rkey a master refuses replication from such a peer (and only
  * replication: memcached clients are served). With the same -rkey on
- * both, a standby there authenticates and follows.
+ * both, a standby there authenticates and follows. A master with -tlsca
+ * refuses it on the plaintext port and serves it over TLS.
  *
  * Needs root (network namespaces); elsewhere reports SKIP (exit 77).
  */
@@ -142,6 +143,70 @@ START_TEST(test_keyed_standby_from_elsewhere_follows)
 }
 END_TEST
 
+/*
+ * A server that checks certificates (-tlsca) serves replication to
+ * another host over TLS only: the plaintext port refuses it even with the
+ * key, and a standby there follows over -mtls.
+ */
+START_TEST(test_tls_server_replicates_elsewhere_over_tls_only)
+{
+    static char certs[256];
+    static char paths[5][600];
+    static char a_tls[16];
+    char cmd[1024];
+    const char *src = getenv("srcdir");
+    snprintf(certs, sizeof(certs), "/tmp/kura-netns-tls-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(certs));
+    snprintf(cmd, sizeof(cmd), "%s/tests/tls/make-certs %s IP:%s",
+             src != NULL ? src : ".", certs, OTHER_ADDR);
+    ck_assert_int_eq(system(cmd), 0);
+    const char *names[] = {"server.pem", "server.key", "ca.pem", "key"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(paths[i], sizeof(paths[i]), "%s/%s", certs, names[i]);
+    }
+    int kfd = open(paths[3], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ck_assert_int_eq(write(kfd, "a secret of enough length\n", 26), 26);
+    close(kfd);
+    kura_init(&a, (const char *const[]){"-host", "0.0.0.0", "-sid", "1",
+                                        "-rkey", paths[3], "-tlsca",
+                                        paths[2], "-tlscert", paths[0],
+                                        "-tlskey", paths[1], NULL});
+    kura_init(&b, (const char *const[]){"-sid", "2", "-mhost", OTHER_ADDR,
+                                        "-mport", a_tls, "-mtls", "-rkey",
+                                        paths[3], "-tlsca", paths[2],
+                                        "-tlscert", paths[0], "-tlskey",
+                                        paths[1], NULL});
+    a.tls_port = harness_free_port();
+    snprintf(a_tls, sizeof(a_tls), "%d", a.tls_port);
+    a.args[a.nargs++] = "-tlsport";
+    a.args[a.nargs++] = a_tls;
+    ck_assert_int_eq(kura_launch(&a), 0);
+
+    /* The plaintext port, from there, even knowing the key: refused. */
+    int fd = _connect_from_other(a.port);
+    char line[256];
+    ck_assert_int_eq(kc_sends(fd, "REPL 1 2 0 1 " NONCE "\r\n"), 0);
+    ck_assert_int_gt(kc_read_until(fd, line, sizeof(line), "\r\n", 5000), 0);
+    ck_assert_str_eq(line, "REPL ERROR this server replicates to other hosts "
+                           "only over TLS: connect to its -tlsport\r\n");
+    close(fd);
+    ck_assert(kura_wait_logged(&a, "refused replication over the plaintext "
+                               "port from another host", 5000));
+
+    /* Over TLS, with a certificate naming OTHER_ADDR: followed. */
+    ck_assert_int_eq(kura_launch(&b), 0);
+    fd = kc_connect(a.port);
+    ck_assert(kc_check(fd, "set k 0 0 1\r\nv\r\n", "STORED\r\n"));
+    close(fd);
+    struct read_wait r = {b.port};
+    ck_assert(harness_wait_for(_has_k, &r, 5000));
+    kura_cleanup(&b);
+    kura_cleanup(&a);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", certs);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *
 netns_suite(void)
 {
@@ -149,6 +214,7 @@ netns_suite(void)
     TCase *tc = tcase_create("netns");
     tcase_add_test(tc, test_replication_from_elsewhere_needs_a_key);
     tcase_add_test(tc, test_keyed_standby_from_elsewhere_follows);
+    tcase_add_test(tc, test_tls_server_replicates_elsewhere_over_tls_only);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

@@ -209,6 +209,25 @@ START_TEST(test_second_instance_refused)
 }
 END_TEST
 
+/* Without a pid file, the database's own lock refuses a second kurad on
+ * it, and the message names the process that holds it. */
+START_TEST(test_second_instance_on_a_database_names_its_holder)
+{
+    char port[16];
+    char err[4096];
+    char want[64];
+    snprintf(port, sizeof(port), "%d", harness_free_port());
+    const char *argv[] = {"kurad", "-port", port, k.db, NULL};
+    int rc = harness_run(k.dir, argv, err, sizeof(err), 10000);
+    ck_assert_int_ne(rc, 0);
+    snprintf(want, sizeof(want), "process %ld is using it", (long)k.pid);
+    ck_assert_msg(strstr(err, want) != NULL, "stderr: %s", err);
+    int fd = kc_connect(k.port);
+    ck_assert(kc_drain(fd, "version\r\n", "\r\n"));
+    close(fd);
+}
+END_TEST
+
 START_TEST(test_kl_replaces_running_instance)
 {
     struct kura_proc second;
@@ -590,6 +609,7 @@ persistence_suite(void)
     tc = tcase_create("process");
     tcase_add_checked_fixture(tc, _start_with_pid, _cleanup);
     tcase_add_test(tc, test_second_instance_refused);
+    tcase_add_test(tc, test_second_instance_on_a_database_names_its_holder);
     tcase_add_test(tc, test_kl_replaces_running_instance);
     tcase_add_test(tc, test_sighup_reopens_log);
     tcase_add_test(tc, test_dmn_keeps_relative_paths);

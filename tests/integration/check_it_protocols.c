@@ -351,16 +351,26 @@ START_TEST(test_binary_quiet_pipeline)
 END_TEST
 
 /*
- * A first byte no memcached client sends (here a TLS handshake's) is
- * answered and closed at once: the client never waits for a line that
- * will not come. The binary magic and text both work on the same port.
+ * A first byte no memcached client sends is answered and closed at once:
+ * the client never waits for a line that will not come. A TLS handshake's
+ * gets a TLS alert (doc/protocol.md, difference 10), other junk ERROR.
+ * The binary magic and text both work on the same port.
  */
 START_TEST(test_unknown_first_byte_is_answered)
 {
     static const unsigned char tls[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01};
+    static const unsigned char alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02,
+                                          0x28};
     int fd = kc_connect(a.port);
     char reply[64];
     ck_assert_int_eq(kc_send(fd, tls, sizeof(tls)), 0);
+    ck_assert_int_eq(kc_read_until(fd, reply, sizeof(reply), "\x28", 5000),
+                     (long)sizeof(alert));
+    ck_assert(memcmp(reply, alert, sizeof(alert)) == 0);
+    ck_assert(kc_wait_closed(fd, 5000));
+    close(fd);
+    fd = kc_connect(a.port);
+    ck_assert_int_eq(kc_send(fd, "\x01junk", 5), 0);
     ck_assert_int_gt(kc_read_until(fd, reply, sizeof(reply), "\r\n", 5000),
                      0);
     ck_assert_str_eq(reply, "ERROR\r\n");

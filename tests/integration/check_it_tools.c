@@ -532,6 +532,32 @@ START_TEST(test_check_sound_file_and_missing_file)
 }
 END_TEST
 
+/*
+ * kura check on a database a running kurad holds: it read the file
+ * between the server's writes and reported damage that was not there
+ * (8 of 8 tries under load). It must see the lock, refuse, name the
+ * holder, and leave the server serving.
+ */
+START_TEST(test_check_refuses_a_database_in_use)
+{
+    struct harness_tool t;
+    char pid[32];
+    snprintf(pid, sizeof(pid), "process %ld is using it", (long)k.pid);
+    _run(&t, (const char *const[]){"check", k.db, NULL}, 1);
+    ck_assert_ptr_null(strstr(t.out, "damaged"));
+    ck_assert_ptr_null(strstr(t.out, "sound"));
+    ck_assert_msg(strstr(t.err, pid) != NULL, "stderr: %s", t.err);
+    ck_assert_ptr_nonnull(strstr(t.err, "stop kurad first"));
+    int fd = kc_connect(k.port);
+    ck_assert(kc_check(fd, "set after-check 0 0 1\r\nx\r\n", "STORED\r\n"));
+    close(fd);
+    /* Stopped, the same file checks out. */
+    ck_assert_int_eq(kura_stop(&k, 20000), 0);
+    _run(&t, (const char *const[]){"check", k.db, NULL}, 0);
+    ck_assert_ptr_nonnull(strstr(t.out, "sound"));
+}
+END_TEST
+
 /* kura bench parses numbers strictly: "19x78" was read as port 19. */
 START_TEST(test_bench_refuses_malformed_numbers)
 {
@@ -561,6 +587,7 @@ tools_suite(void)
     tcase_add_test(tc, test_bench_ops_mode_has_no_false_errors);
     tcase_add_test(tc, test_ping);
     tcase_add_test(tc, test_check_sound_file_and_missing_file);
+    tcase_add_test(tc, test_check_refuses_a_database_in_use);
     tcase_add_test(tc, test_bench_refuses_malformed_numbers);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);

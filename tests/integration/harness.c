@@ -134,6 +134,38 @@ kura_init(struct kura_proc *k, const char *const *extra)
     }
 }
 
+int
+harness_make_certs(const char *dir)
+{
+    const char *src = getenv("srcdir");
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "%s/tests/tls/make-certs '%s'",
+             src != NULL ? src : ".", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+void
+kura_add_tls(struct kura_proc *k, const char *certdir, bool ca)
+{
+    k->tls_port = harness_free_port();
+    snprintf(k->tls_args[0], sizeof(k->tls_args[0]), "%d", k->tls_port);
+    snprintf(k->tls_args[1], sizeof(k->tls_args[1]), "%s/server.pem",
+             certdir);
+    snprintf(k->tls_args[2], sizeof(k->tls_args[2]), "%s/server.key",
+             certdir);
+    snprintf(k->tls_args[3], sizeof(k->tls_args[3]), "%s/ca.pem", certdir);
+    k->args[k->nargs++] = "-tlsport";
+    k->args[k->nargs++] = k->tls_args[0];
+    k->args[k->nargs++] = "-tlscert";
+    k->args[k->nargs++] = k->tls_args[1];
+    k->args[k->nargs++] = "-tlskey";
+    k->args[k->nargs++] = k->tls_args[2];
+    if (ca) {
+        k->args[k->nargs++] = "-tlsca";
+        k->args[k->nargs++] = k->tls_args[3];
+    }
+}
+
 static bool
 _answers(void *arg)
 {

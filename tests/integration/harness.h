@@ -30,6 +30,8 @@ struct kura_proc {
     bool own_db;        /* false if the extra args name the database */
     char unix_sock[108]; /* if set: listen there (-host PATH -port 0) and
                             talk to it with kc_connect_unix() */
+    int tls_port;        /* set by kura_add_tls(), else 0 */
+    char tls_args[4][512]; /* ... the strings its arguments point to */
 };
 
 /* Path of the kurad binary under test. */
@@ -47,6 +49,19 @@ uint64_t harness_now_ms(void);
  * extra arguments ends in ".tch" or is "*", it replaces the default db.
  */
 void kura_init(struct kura_proc *k, const char *const *extra);
+
+/*
+ * Makes the TLS tests' certificates and keys in `dir` (tests/tls/make-certs,
+ * found through $srcdir). Returns 0, or -1.
+ */
+int harness_make_certs(const char *dir);
+
+/*
+ * Gives `k` (after kura_init()) a TLS port on a free loopback port, served
+ * with `certdir`/server.pem and server.key, and, when `ca` is true,
+ * requiring client certificates from `certdir`/ca.pem (-tlsca).
+ */
+void kura_add_tls(struct kura_proc *k, const char *certdir, bool ca);
 
 /* Starts kurad and waits until it answers. Returns 0, or -1 on timeout. */
 int kura_launch(struct kura_proc *k);

@@ -116,7 +116,7 @@ _connect(void)
     ck_assert_int_eq(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
     client = p[1];
     curr_conns++;
-    struct conn *c = conn_create(&host, p[0]);
+    struct conn *c = conn_create(&host, p[0], false);
     ck_assert_ptr_nonnull(c);
     return c;
 }

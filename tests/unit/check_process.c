@@ -78,8 +78,13 @@ _setup_with(const char *const *argv)
     ck_assert_int_eq(access_init(&access, 10), 0);
     memset(&auth, 0, sizeof(auth));
     memset(&sess, 0, sizeof(sess));
-    env = (struct process_env){&eng,       &settings, _snapshot, _reset,
-                               _verbosity, NULL,      &auth,     &access};
+    env = (struct process_env){.eng = &eng,
+                               .settings = &settings,
+                               .snapshot = _snapshot,
+                               .reset = _reset,
+                               .set_verbosity = _verbosity,
+                               .auth = &auth,
+                               .access = &access};
     ctx = (struct process_ctx){.env = &env, .batch = &batch, .stats = &counters};
 }
 

@@ -36,9 +36,13 @@ static const char *const err_names[PROTO_ERR_COUNT] = {
     [PROTO_ERR_META_TOKEN] = "TOKEN",
     [PROTO_ERR_META_OPAQUE] = "OPAQUE",
     [PROTO_ERR_META_TOO_MANY] = "TOO_MANY",
+    [PROTO_ERR_META_TOO_LONG] = "TOO_LONG",
     [PROTO_ERR_META_KEY] = "KEY",
     [PROTO_ERR_META_MODE_MS] = "MODE_MS",
     [PROTO_ERR_META_MODE_MA] = "MODE_MA",
+    [PROTO_ERR_META_MODE_LEN] = "MODE_LEN",
+    [PROTO_ERR_META_INITIAL] = "INITIAL",
+    [PROTO_ERR_META_DELTA] = "DELTA",
     [PROTO_ERR_BIN_EINVAL] = "BIN_EINVAL",
     [PROTO_ERR_BIN_UNKNOWN] = "BIN_UNKNOWN",
     [PROTO_ERR_BIN_FRAMING] = "BIN_FRAMING",
@@ -203,6 +207,13 @@ START_TEST(test_mn_and_me)
     _expect("me\r\nmn\r\n", "ERR FORMAT|mn|");
     _expect("me   \r\n", "ERR FORMAT|");
     _expect("mn\r\nme k\r\nmn\r\n", "mn|me key=k|mn|");
+    /* memcached looks at nothing after the key but a b right after it */
+    _key_is(_one("me k v v y Tx\r\n"), "k");
+    r = _one("me Zm9v x b\r\n");
+    _key_is(r, "Zm9v");
+    ck_assert(!r->meta.base64);
+    /* and says a key that does not decode is a bad line */
+    _expect("me Zm9 b\r\nmn\r\n", "ERR FORMAT|mn|");
 }
 END_TEST
 
@@ -213,8 +224,8 @@ START_TEST(test_mg_flags)
     const struct proto_meta *m = &r->meta;
     ck_assert_int_eq(r->cmd, PROTO_CMD_MG);
     _key_is(r, "key");
-    ck_assert_uint_eq(m->nret, 8);
-    ck_assert(memcmp(m->ret, "cfhklOst", 8) == 0);
+    ck_assert_uint_eq(m->norder, 11);
+    ck_assert(memcmp(m->order, "cfhklOstuvq", 11) == 0);
     ck_assert(m->quiet && r->noreply);
     ck_assert(m->value);
     ck_assert(m->no_bump);
@@ -228,7 +239,7 @@ START_TEST(test_mg_flags)
 
     /* Bare: nothing set, nothing returned. */
     r = _one("mg key\r\n");
-    ck_assert_uint_eq(r->meta.nret, 0);
+    ck_assert_uint_eq(r->meta.norder, 0);
     ck_assert(!r->meta.value && !r->noreply);
     ck_assert_ptr_null(r->meta.opaque);
 
@@ -239,18 +250,19 @@ START_TEST(test_mg_flags)
 }
 END_TEST
 
-START_TEST(test_return_order)
+START_TEST(test_flag_order)
 {
-    /* In the client's order; flags that return nothing are left out. */
+    /* Every letter once, in the client's order: replies follow it, and mg
+     * and ma apply T, N and R in it. */
     const struct proto_request *r = _one("mg k t v O1 q s u k N5 c\r\n");
-    ck_assert_uint_eq(r->meta.nret, 5);
-    ck_assert(memcmp(r->meta.ret, "tOskc", 5) == 0);
+    ck_assert_uint_eq(r->meta.norder, 9);
+    ck_assert(memcmp(r->meta.order, "tvOqsukNc", 9) == 0);
     r = _one("mg k l h f\r\n");
-    ck_assert_uint_eq(r->meta.nret, 3);
-    ck_assert(memcmp(r->meta.ret, "lhf", 3) == 0);
+    ck_assert_uint_eq(r->meta.norder, 3);
+    ck_assert(memcmp(r->meta.order, "lhf", 3) == 0);
     r = _one("ms k 1 c k O9 T5 I\r\nx\r\n");
-    ck_assert_uint_eq(r->meta.nret, 3);
-    ck_assert(memcmp(r->meta.ret, "ckO", 3) == 0);
+    ck_assert_uint_eq(r->meta.norder, 5);
+    ck_assert(memcmp(r->meta.order, "ckOTI", 5) == 0);
 }
 END_TEST
 
@@ -260,15 +272,6 @@ START_TEST(test_ttl_tokens)
     ck_assert(r->meta.vivify && r->meta.vivify_ttl == 30);
     ck_assert(r->meta.recache && r->meta.recache_ttl == -5);
     ck_assert(r->meta.ttl && r->meta.ttl_value == 3600);
-    ck_assert(!r->meta.ttl_before_update);
-
-    /* t before T reports the ttl as it was; after T, as it becomes. */
-    r = _one("mg k t T10\r\n");
-    ck_assert(r->meta.ttl_before_update);
-    r = _one("mg k T10 t\r\n");
-    ck_assert(!r->meta.ttl_before_update);
-    r = _one("ma k t N0 T10\r\n");
-    ck_assert(r->meta.ttl_before_update);
 
     /* Numbers are read as memcached's safe_strtol() reads them. */
     r = _one("mg k T+7 N-0 R4294967297\r\n");
@@ -346,7 +349,7 @@ START_TEST(test_md_and_ma)
     ck_assert(r->meta.invalidate && r->noreply);
     ck_assert(r->meta.compare_cas && r->meta.compare_value == 5);
     ck_assert(r->meta.ttl && r->meta.ttl_value == 30);
-    ck_assert(memcmp(r->meta.ret, "kO", 2) == 0);
+    ck_assert(memcmp(r->meta.order, "IqCTkO", 6) == 0);
 
     r = _one("ma k N0 J10 D5 MD C3 E4 v t c\r\n");
     const struct proto_meta *m = &r->meta;
@@ -358,7 +361,7 @@ START_TEST(test_md_and_ma)
     ck_assert(m->compare_cas && m->compare_value == 3);
     ck_assert(m->new_cas && m->new_cas_value == 4);
     ck_assert(m->value);
-    ck_assert(memcmp(m->ret, "tc", 2) == 0);
+    ck_assert(memcmp(m->order, "NJDMCEvtc", 9) == 0);
 
     r = _one("ma k\r\n");
     ck_assert_uint_eq(r->meta.delta, 1);
@@ -378,7 +381,7 @@ END_TEST
 START_TEST(test_proxy_hints_ignored)
 {
     const struct proto_request *r = _one("mg k Pfoo Lbar/ v\r\n");
-    ck_assert_uint_eq(r->meta.nret, 0);
+    ck_assert_uint_eq(r->meta.norder, 3);
     ck_assert(r->meta.value);
     _one("ms k 1 P L\r\nx\r\n");
     _one("md k Pp Lx/\r\n");
@@ -425,16 +428,77 @@ START_TEST(test_base64_keys)
     line[3 + 251 + 5] = '\0';
     _refused(line, PROTO_ERR_FORMAT);
 
-    /* Not base64: "error decoding key" for mg, ms and me ... */
+    /* Not base64: "error decoding key" for mg and ms ... */
     _expect("mg Zm9 b\r\n", "ERR KEY|");
     _expect("mg Zm9v= b\r\n", "ERR KEY|");
-    _expect("mg Z=9v b\r\n", "ERR KEY|");
+    _expect("mg Z=== b\r\n", "ERR KEY|");
     _expect("mg !!!! b\r\n", "ERR KEY|");
-    _expect("me Zm9 b\r\n", "ERR KEY|");
     _expect("ms ms:a 3 b\r\nabc\r\nmn\r\n", "ERR KEY|mn|");
+    /* (as memcached decodes: "Z=9v" is two bytes, "ms:ab" is "msab") */
+    ck_assert_uint_eq(_one("mg Z=9v b\r\n")->nkey, 2);
+    ck_assert_uint_eq(_one("mg ms:ab b\r\n")->nkey, 3);
     /* ... and "invalid or duplicate flag" for md and ma. */
     _expect("md !!!! b\r\n", "ERR FLAG_OR_DUP|");
     _expect("ma !!!! b\r\n", "ERR FLAG_OR_DUP|");
+}
+END_TEST
+
+/* Decodes `in` as a meta key; returns the bytes or "FAIL". */
+static const char *
+_b64(const char *in)
+{
+    static char out[PROTO_KEY_MAX + 1];
+    long n = proto_base64_decode_meta(in, strlen(in), out, PROTO_KEY_MAX);
+    if (n < 0) {
+        return "FAIL";
+    }
+    out[n] = '\0';
+    return out;
+}
+
+/*
+ * issue 28: a meta key in base64 is decoded as memcached 1.6.18 decodes
+ * it: what is not in the alphabet is skipped, whole groups of four are
+ * needed, '=' counts as a zero anywhere in a group and ends the key with
+ * that group. Found by tools/difffuzz ("ma czE0OjFwnC1+5Yoc! ..." is a
+ * key to memcached).
+ */
+START_TEST(test_issue_28_base64_as_memcached)
+{
+    ck_assert_str_eq(_b64("Zm9v"), "foo");
+    ck_assert_str_eq(_b64("Zm9vYmFy"), "foobar");
+    ck_assert_str_eq(_b64("Zg=="), "f");
+    ck_assert_str_eq(_b64("Zm8="), "fo");
+    /* unpadded: whole groups only */
+    ck_assert_str_eq(_b64("Zm9vYg"), "FAIL");
+    ck_assert_str_eq(_b64("Zm9vYg="), "FAIL");
+    /* bytes outside the alphabet are skipped */
+    ck_assert_str_eq(_b64("Zm9v!YmFy"), "foobar");
+    ck_assert_str_eq(_b64("Z.m-9_v"), "foo");
+    ck_assert_str_eq(_b64("Zm9vYg!"), "FAIL");
+    ck_assert_str_eq(_b64("!!!!"), "FAIL");
+    ck_assert_str_eq(_b64(""), "FAIL");
+    /* whatever follows the padding is ignored */
+    ck_assert_str_eq(_b64("Zg==Zm9v"), "f");
+    ck_assert_str_eq(_b64("Zg==!"), "f");
+    ck_assert_str_eq(_b64("Zm9vYg==QQ=="), "foob");
+    /* but still counted: the groups must be whole */
+    ck_assert_str_eq(_b64("Zg==A"), "FAIL");
+    /* '=' anywhere in a group is a zero and a pad; three are too many */
+    ck_assert_str_eq(_b64("Z=9v"), "d\x0f"); /* 0x64 0x0f 0x6f, less one */
+    ck_assert_str_eq(_b64("Z==="), "FAIL");
+    ck_assert_str_eq(_b64("===="), "FAIL");
+    ck_assert_str_eq(_b64("Zm9vA==="), "FAIL");
+    /* HTTP credentials keep the strict decoder */
+    char out[16];
+    ck_assert_int_eq(proto_base64_decode("Zm9v!YmFy", 9, out, sizeof(out)),
+                     -1);
+    ck_assert_int_eq(proto_base64_decode("Zm9vYmFy", 8, out, sizeof(out)),
+                     6);
+    /* in a request */
+    _key_is(_one("mg Zm9v!YmFy b\r\n"), "foobar");
+    _key_is(_one("md Zg==Zm9v b\r\n"), "f");
+    _expect("ma Zm9vYg b\r\n", "ERR FLAG_OR_DUP|");
 }
 END_TEST
 
@@ -493,25 +557,95 @@ END_TEST
 
 START_TEST(test_bad_tokens)
 {
-    static const char *const bad[] = {
-        "Ta", "T", "N", "Nx", "R", "R1x", "C", "Cx", "C-1", "E", "E1.5",
-        "J", "J-3", "D", "Dx", "F", "F-1", "T99999999999999999999"};
+    /* Each letter's words for a token that does not read (mg and ms). */
+    static const struct {
+        const char *flag;
+        const char *err;
+    } bad[] = {
+        {"Ta", "TOKEN"}, {"T", "TOKEN"}, {"N", "TOKEN"}, {"Nx", "TOKEN"},
+        {"R", "TOKEN"}, {"R1x", "TOKEN"}, {"C", "TOKEN"}, {"Cx", "TOKEN"},
+        {"C-1", "TOKEN"}, {"E", "TOKEN"}, {"E1.5", "TOKEN"},
+        {"T99999999999999999999", "TOKEN"}, {"J", "INITIAL"},
+        {"J-3", "INITIAL"}, {"D", "DELTA"}, {"Dx", "DELTA"},
+        {"F", "FORMAT"}, {"F-1", "FORMAT"}, {"M", "MODE_LEN"},
+        {"MSS", "MODE_LEN"}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char line[64];
-        snprintf(line, sizeof(line), "mg k %s\r\nmn\r\n", bad[i]);
-        _expect(line, "ERR TOKEN|mn|");
+        char want[64];
+        snprintf(line, sizeof(line), "mg k %s\r\nmn\r\n", bad[i].flag);
+        snprintf(want, sizeof(want), "ERR %s|mn|", bad[i].err);
+        _expect(line, want);
+        snprintf(line, sizeof(line), "ms k 3 %s\r\nabc\r\nmn\r\n",
+                 bad[i].flag);
+        _expect(line, want);
+        snprintf(line, sizeof(line), "ma k %s\r\nmn\r\n", bad[i].flag);
+        _expect(line, "ERR FLAG_OR_DUP|mn|");
     }
-    _expect("ms k 3 Tabc\r\nabc\r\nmn\r\n", "ERR TOKEN|mn|");
-    _expect("ms k 3 C\r\nabc\r\nmn\r\n", "ERR TOKEN|mn|");
-    /* ms reads F apart: a bad one is a bad command line. */
-    _expect("ms k 3 F-1\r\nabc\r\nmn\r\n", "ERR FORMAT|mn|");
     _expect("ms k 3 Fabc\r\nabc\r\nmn\r\n", "ERR FORMAT|mn|");
-    _expect("ms k 3 F\r\nabc\r\nmn\r\n", "ERR FORMAT|mn|");
     _expect("ms k 3 F18446744073709551616\r\nabc\r\nmn\r\n",
             "ERR FORMAT|mn|");
+    /* md and ma say only "invalid or duplicate flag" */
+    _expect("md k F\r\n", "ERR FLAG_OR_DUP|");
     /* F is read as 64 bits and cut to 32, as memcached's cast does. */
     ck_assert_uint_eq(_one("ms k 1 F4294967297\r\nx\r\n")->meta.flags_value,
                       1);
+    /* Any mode letter reads for mg and md, which do not use it. */
+    ck_assert_int_eq(_one("mg k MX\r\n")->meta.mode, 'X');
+    ck_assert_int_eq(_one("md k Mq\r\n")->meta.mode, 'q');
+}
+END_TEST
+
+/*
+ * issue 28: memcached 1.6.18 walks the flags in order. An unknown letter
+ * or a repeated one stops the walk at once; a bad token is noted and the
+ * walk goes on, the last one noted winning, except that a bad F notes no
+ * words of its own. Found by tools/difffuzz.
+ */
+START_TEST(test_issue_28_flag_walk)
+{
+    _expect("mg k Tx y\r\n", "ERR FLAG|");
+    _expect("mg k y Tx\r\n", "ERR FLAG|");
+    _expect("mg k Tx v v\r\n", "ERR DUP|");
+    _expect("mg k v v y\r\n", "ERR DUP|");
+    _expect("mg k y y\r\n", "ERR FLAG|");
+    _expect("mg k Tx Jx\r\n", "ERR INITIAL|");
+    _expect("mg k Jx Tx\r\n", "ERR TOKEN|");
+    _expect("mg k Tx F\r\n", "ERR TOKEN|");
+    _expect("mg k F Tx\r\n", "ERR TOKEN|");
+    _expect("mg k F Dx\r\n", "ERR DELTA|");
+    _expect("mg k Dx F M\r\n", "ERR MODE_LEN|");
+    _expect("mg !!!! b Tx\r\n", "ERR TOKEN|");
+    _expect("mg !!!! Tx b\r\n", "ERR KEY|");
+    _expect("mg !!!! b F\r\n", "ERR KEY|");
+    /* a byte of 127 or more is a "duplicate" */
+    _expect("mg k \x80\r\n", "ERR DUP|");
+    _expect("mg k \x7f\r\n", "ERR DUP|");
+    _expect("mg k v \xff\r\n", "ERR DUP|");
+    /* ms: an unknown mode is reported over a long opaque, either way */
+    _expect("ms k 1 MX O012345678901234567890123456789012\r\nx\r\nmn\r\n",
+            "ERR MODE_MS|mn|");
+    _expect("ms k 1 O012345678901234567890123456789012 MX\r\nx\r\nmn\r\n",
+            "ERR MODE_MS|mn|");
+    /* ... but not over a flag error */
+    _expect("ms k 0 q v c MX c\r\n\r\nmn\r\n", "ERR DUP|mn|");
+    _expect("ms k 3 Me F0 Z C1 I\r\n12 \r\nmn\r\n", "ERR FLAG|mn|");
+    /* ma: the mode, then the opaque */
+    _expect("ma k MX O012345678901234567890123456789012\r\n", "ERR MODE_MA|");
+    _expect("ma k O012345678901234567890123456789012 Mx\r\n", "ERR MODE_MA|");
+    _expect("ma k O012345678901234567890123456789012\r\n", "ERR OPAQUE|");
+    _expect("ma k Jx MX\r\n", "ERR FLAG_OR_DUP|");
+}
+END_TEST
+
+/* issue 28: memcached reads a command line as a C string. */
+START_TEST(test_issue_28_nul_ends_line)
+{
+    static const char v[] = "mg k v\0 v\r\nmn\r\n";
+    static const char ms[] = "ms k 1 T\0x\r\nx\r\nmn\r\n";
+    static const char key[] = "mg k\0zz v\r\n";
+    _expect_n(v, sizeof(v) - 1, "mg key=k|mn|");
+    _expect_n(ms, sizeof(ms) - 1, "ERR TOKEN|mn|");
+    _expect_n(key, sizeof(key) - 1, "mg key=k|");
 }
 END_TEST
 
@@ -540,8 +674,9 @@ START_TEST(test_too_many_tokens)
     /* 19 words: the command, the key and 17 flags. */
     snprintf(line, sizeof(line),
              "mg k c f h k l O q s t u v N1 R1 T1 C1 P L\r\n");
-    ck_assert_uint_eq(_one(line)->meta.nret, 8);
-    /* A 20th, whatever it is, is too many: counted before flags. */
+    ck_assert_uint_eq(_one(line)->meta.norder, 17);
+    /* A 20th, whatever it is, is too many: counted before flags. mg's
+     * words differ from the others' by an "are". */
     snprintf(line, sizeof(line),
              "mg k c f h k l O q s t u v N1 R1 T1 C1 P L I\r\nmn\r\n");
     _expect(line, "ERR TOO_MANY|mn|");
@@ -550,34 +685,50 @@ START_TEST(test_too_many_tokens)
     _expect(line, "ERR TOO_MANY|");
     snprintf(line, sizeof(line), "md k%s\r\n",
              " v v v v v v v v v v v v v v v v v v v v v v v v v v v v v v");
-    _expect(line, "ERR TOO_MANY|");
+    _expect(line, "ERR TOO_LONG|");
+    snprintf(line, sizeof(line), "ma k%s\r\n",
+             " v v v v v v v v v v v v v v v v v v");
+    _expect(line, "ERR TOO_LONG|");
     /* ms: the length is a word too; the data is swallowed. */
     snprintf(line, sizeof(line),
              "ms k 1 c f h k l O q s t u v N1 R1 T1 C1 P\r\nx\r\n");
     ck_assert_uint_eq(_one(line)->vlen, 1);
     snprintf(line, sizeof(line),
              "ms k 1 c f h k l O q s t u v N1 R1 T1 C1 P L\r\nx\r\nmn\r\n");
-    _expect(line, "ERR TOO_MANY|mn|");
+    _expect(line, "ERR TOO_LONG|mn|");
+    /* issue 28: counted before the length is read (which, unreadable,
+     * leaves nothing to swallow) */
+    snprintf(line, sizeof(line),
+             "ms k x c f h k l O q s t u v N1 R1 T1 C1 P L\r\nmn\r\n");
+    _expect(line, "ERR TOO_LONG|mn|");
+    /* and after the key's length */
+    snprintf(line, sizeof(line), "mg %0251d%s\r\n", 0,
+             " v v v v v v v v v v v v v v v v v v");
+    _expect(line, "ERR FORMAT|");
 }
 END_TEST
 
 START_TEST(test_modes)
 {
-    /* ms: S E A P R only, upper case, one letter. */
+    /* ms: S E A P R only, upper case. */
     static const char *const bad_ms[] = {"MX", "Ms", "Me", "Ma", "Mp", "Mr",
-                                         "M", "MSS", "M+"};
+                                         "M+"};
     for (size_t i = 0; i < sizeof(bad_ms) / sizeof(bad_ms[0]); i++) {
         char line[64];
         snprintf(line, sizeof(line), "ms k 3 %s\r\nabc\r\nmn\r\n", bad_ms[i]);
         _expect(line, "ERR MODE_MS|mn|");
     }
     /* ma: I + D - only. */
-    static const char *const bad_ma[] = {"MX", "Mi", "Md", "M", "MII", "MS"};
+    static const char *const bad_ma[] = {"MX", "Mi", "Md", "MS"};
     for (size_t i = 0; i < sizeof(bad_ma) / sizeof(bad_ma[0]); i++) {
         char line[64];
         snprintf(line, sizeof(line), "ma k %s\r\nmn\r\n", bad_ma[i]);
         _expect(line, "ERR MODE_MA|mn|");
     }
+    /* Not one letter: a bad token, before the mode is looked at. */
+    _expect("ms k 3 MSS\r\nabc\r\nmn\r\n", "ERR MODE_LEN|mn|");
+    _expect("ms k 3 M\r\nabc\r\nmn\r\n", "ERR MODE_LEN|mn|");
+    _expect("ma k MII\r\nmn\r\n", "ERR FLAG_OR_DUP|mn|");
 }
 END_TEST
 
@@ -586,12 +737,17 @@ END_TEST
  * refuse any other, not take it for "no mode given" (a plain set, an
  * increment).
  */
+/*
+ * A mode byte of NUL ends the line (memcached reads it as a C string):
+ * the M is then one byte short, refused as memcached refuses it, never
+ * taken for "no mode given" (a plain set, an increment).
+ */
 START_TEST(test_nul_mode_refused)
 {
     static const char ms[] = "ms k 1 M\0\r\nx\r\nmn\r\n";
     static const char ma[] = "ma k M\0\r\nmn\r\n";
-    _expect_n(ms, sizeof(ms) - 1, "ERR MODE_MS|mn|");
-    _expect_n(ma, sizeof(ma) - 1, "ERR MODE_MA|mn|");
+    _expect_n(ms, sizeof(ms) - 1, "ERR MODE_LEN|mn|");
+    _expect_n(ma, sizeof(ma) - 1, "ERR FLAG_OR_DUP|mn|");
 }
 END_TEST
 
@@ -672,18 +828,21 @@ proto_meta_suite(void)
     TCase *tc = tcase_create("commands");
     tcase_add_test(tc, test_mn_and_me);
     tcase_add_test(tc, test_mg_flags);
-    tcase_add_test(tc, test_return_order);
+    tcase_add_test(tc, test_flag_order);
     tcase_add_test(tc, test_ttl_tokens);
     tcase_add_test(tc, test_ms);
     tcase_add_test(tc, test_ms_incremental);
     tcase_add_test(tc, test_md_and_ma);
     tcase_add_test(tc, test_proxy_hints_ignored);
     tcase_add_test(tc, test_base64_keys);
+    tcase_add_test(tc, test_issue_28_base64_as_memcached);
     tcase_add_test(tc, test_proto_class);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, test_invalid_and_duplicate_flags);
     tcase_add_test(tc, test_bad_tokens);
+    tcase_add_test(tc, test_issue_28_flag_walk);
+    tcase_add_test(tc, test_issue_28_nul_ends_line);
     tcase_add_test(tc, test_opaque_limit);
     tcase_add_test(tc, test_too_many_tokens);
     tcase_add_test(tc, test_modes);

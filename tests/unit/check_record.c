@@ -175,6 +175,30 @@ START_TEST(test_newer_rule)
 }
 END_TEST
 
+START_TEST(test_tombstone_of)
+{
+    struct record_meta m = {.kind = RECORD_VALUE, .flags = 7, .exptime = 9,
+                            .ts = 1234, .sid = 3, .cas = 55, .stale = true,
+                            .token = true, .binkey = true, .ctype = "a/b",
+                            .nctype = 3};
+    struct record_meta t;
+    record_tombstone_of(&m, 99, &t);
+    ck_assert_int_eq(t.kind, RECORD_TOMBSTONE);
+    ck_assert_uint_eq(t.ts, 1234);
+    ck_assert_uint_eq(t.sid, 3);
+    ck_assert_uint_eq(t.cas, 99);
+    ck_assert_uint_eq(t.flags, 0);
+    ck_assert_uint_eq(t.exptime, 0);
+    ck_assert(!t.stale && !t.token && !t.binkey);
+    ck_assert_ptr_null(t.ctype);
+    ck_assert_uint_eq(t.nctype, 0);
+    /* it round-trips like any envelope */
+    uint8_t env[RECORD_HEADER_MAX];
+    size_t n = record_encode(&t, env);
+    ck_assert_uint_gt(n, 0);
+}
+END_TEST
+
 static Suite *
 record_suite(void)
 {
@@ -185,6 +209,7 @@ record_suite(void)
     tcase_add_test(tc, test_corruption_detected);
     tcase_add_test(tc, test_seal);
     tcase_add_test(tc, test_newer_rule);
+    tcase_add_test(tc, test_tombstone_of);
     suite_add_tcase(s, tc);
     return s;
 }

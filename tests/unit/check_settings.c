@@ -86,6 +86,78 @@ START_TEST(test_catchup)
 }
 END_TEST
 
+START_TEST(test_tls_flags)
+{
+    struct settings s;
+    char err[512];
+    const char *tls[] = {"kurad", "-host", "127.0.0.1", "-tlshost", "0.0.0.0",
+                         "-tlsport", "11212", "-tlscert", "c.pem", "-tlskey",
+                         "k.pem", "-tlsca", "/etc/ca.pem", "-tlsmin", "1.3",
+                         "-tlsciphers", "ECDHE-ECDSA-AES128-GCM-SHA256",
+                         "-tlssuites", "TLS_AES_128_GCM_SHA256", "-tlstout",
+                         "3", "-tlsktls", NULL};
+    ck_assert_int_eq(_parse(&s, tls, err), SETTINGS_OK);
+    ck_assert_int_eq(s.tls_port, 11212);
+    ck_assert_str_eq(s.tls_host, "0.0.0.0");
+    ck_assert_str_eq(s.host, "127.0.0.1");
+    ck_assert(s.tls_cert[0] == '/'); /* made absolute */
+    ck_assert(strstr(s.tls_cert, "/c.pem") != NULL);
+    ck_assert_str_eq(s.tls_ca, "/etc/ca.pem");
+    ck_assert_int_eq(s.tls_min, 13);
+    ck_assert_uint_eq(s.tls_tout_s, 3);
+    ck_assert(s.tls_ktls);
+    ck_assert(!s.mtls);
+
+    const char *mtls[] = {"kurad", "-sid", "2", "-mhost", "a", "-mport",
+                          "11212", "-mtls", "-tlscert", "/c", "-tlskey", "/k",
+                          "-tlsca", "/ca", NULL};
+    ck_assert_int_eq(_parse(&s, mtls, err), SETTINGS_OK);
+    ck_assert(s.mtls);
+    ck_assert_int_eq(s.tls_port, 0);
+
+    const char *defaults[] = {"kurad", NULL};
+    ck_assert_int_eq(_parse(&s, defaults, err), SETTINGS_OK);
+    ck_assert_int_eq(s.tls_port, 0);
+    ck_assert_int_eq(s.tls_min, 12);
+    ck_assert_uint_eq(s.tls_tout_s, 10);
+
+    /* Each refused with its reason. */
+    const char *no_key[] = {"kurad", "-tlsport", "2", "-tlscert", "/c", NULL};
+    const char *no_cert[] = {"kurad", "-tlsport", "2", NULL};
+    const char *same_port[] = {"kurad", "-port", "2", "-tlsport", "2",
+                               "-tlscert", "/c", "-tlskey", "/k", NULL};
+    const char *mtls_no_ca[] = {"kurad", "-sid", "2", "-mhost", "a", "-mtls",
+                                "-tlscert", "/c", "-tlskey", "/k", NULL};
+    const char *mtls_no_mhost[] = {"kurad", "-mtls", "-tlsca", "/ca",
+                                   "-tlscert", "/c", "-tlskey", "/k", NULL};
+    const char *unused[] = {"kurad", "-tlsca", "/ca", NULL};
+    const char *bad_min[] = {"kurad", "-tlsmin", "1.1", NULL};
+    const char *tlshost_alone[] = {"kurad", "-tlshost", "0.0.0.0", NULL};
+    const char *unix_sock[] = {"kurad", "-host", "/run/k.sock", "-port", "0",
+                               "-tlsport", "2", "-tlscert", "/c", "-tlskey",
+                               "/k", NULL};
+    const struct {
+        const char *const *argv;
+        const char *why;
+    } bad[] = {
+        {no_key, "-tlscert and -tlskey go together"},
+        {no_cert, "-tlsport needs -tlscert and -tlskey"},
+        {same_port, "give TLS a port of its own"},
+        {mtls_no_ca, "-mtls needs -mhost, -tlsca"},
+        {mtls_no_mhost, "-mtls needs -mhost, -tlsca"},
+        {unused, "neither is given"},
+        {bad_min, "expected 1.2 or 1.3"},
+        {tlshost_alone, "-tlshost goes with -tlsport"},
+        {unix_sock, "give -tlshost"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_int_eq(_parse(&s, bad[i].argv, err), SETTINGS_ERROR);
+        ck_assert_msg(strstr(err, bad[i].why) != NULL, "'%s' lacks '%s'",
+                      err, bad[i].why);
+    }
+}
+END_TEST
+
 START_TEST(test_errors)
 {
     struct settings s;
@@ -228,6 +300,7 @@ settings_suite(void)
     tcase_add_test(tc, test_ttserver_command_line);
     tcase_add_test(tc, test_catchup);
     tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_tls_flags);
     tcase_add_test(tc, test_help_and_version);
     tcase_add_test(tc, test_relative_paths_made_absolute);
     suite_add_tcase(s, tc);

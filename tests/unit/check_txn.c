@@ -548,6 +548,54 @@ START_TEST(test_t8_store_changes_only_once_durable)
 }
 END_TEST
 
+/* The log's record of `key` with the highest lsn, or 0 if none. */
+static uint64_t
+_logged_lsn(const char *key)
+{
+    struct ulog_reader *r;
+    struct logrec rec;
+    uint64_t lsn = 0;
+    ck_assert_int_eq(ulog_reader_open(ulog, 0, &r), ULOG_OK);
+    while (ulog_reader_next(r, &rec, false) == ULOG_OK) {
+        if (rec.nkey == strlen(key) && memcmp(rec.key, key, rec.nkey) == 0) {
+            lsn = rec.lsn;
+        }
+    }
+    ulog_reader_close(r);
+    return lsn;
+}
+
+/*
+ * ulog.h U2 (txn.h T2, T3) where changes are applied at commit: whatever
+ * the store holds was written to the log first, and the batch counts as
+ * answerable only once the log says the record is durable.
+ */
+START_TEST(test_u2_applied_only_once_logged_answered_once_durable)
+{
+    struct txn_batch b;
+    char key[32], v[64];
+
+    eng.apply_after_sync = false; /* as under -fsync N ms */
+    ck_assert_int_eq(txn_batch_init(&b, &eng, 1024), 0);
+    for (int i = 0; i < 20; i++) {
+        snprintf(key, sizeof(key), "u2-%d", i);
+        _put(&b, key, "v");
+        ck_assert_int_eq(txn_commit(&b), TXN_OK);
+        /* Applied, and logged at or before the batch's last lsn. */
+        ck_assert(_stored(key, v, sizeof(v)));
+        uint64_t lsn = _logged_lsn(key);
+        ck_assert_uint_ne(lsn, 0);
+        ck_assert_uint_le(lsn, b.last_lsn);
+        /* No sync yet (no sync thread): nothing may be answered. */
+        ck_assert(!txn_durable(&b));
+        ck_assert_uint_lt(ulog_durable_lsn(ulog), lsn);
+    }
+    ck_assert_int_eq(ulog_wait_durable(ulog, b.last_lsn), ULOG_OK);
+    ck_assert(txn_durable(&b));
+    txn_batch_deinit(&b);
+}
+END_TEST
+
 /* A key "<prefix><n>" whose stripe is `stripe` (same) or is not. */
 static void
 _key_by_stripe(char *out, size_t cap, const char *prefix, uint32_t stripe,
@@ -715,6 +763,7 @@ txn_suite(void)
     tc = tcase_create("apply_after_sync");
     tcase_add_checked_fixture(tc, _setup_logged_alone, _teardown_logged);
     tcase_add_test(tc, test_t8_store_changes_only_once_durable);
+    tcase_add_test(tc, test_u2_applied_only_once_logged_answered_once_durable);
     tcase_add_test(tc, test_t8_expiry_goes_through_the_log);
     tcase_add_test(tc, test_t8_only_waiting_stripes_are_scanned);
     suite_add_tcase(s, tc);

@@ -309,7 +309,7 @@ END_TEST
  * end is where appends go next, so an append landing before the zeros
  * was wiped out, and recovery or a reader stopped there.
  */
-START_TEST(test_prepared_zeros_never_overwrite_appends)
+START_TEST(test_u6_prepared_zeros_never_overwrite_appends)
 {
     struct ulog_recovery rec;
     peers_acked = 0; /* a peer holds every segment: none is removed */
@@ -918,7 +918,7 @@ ulog_suite(void)
     tcase_add_test(tc, test_u9_segment_synced_at_rotation_under_never);
     tcase_add_test(tc, test_u2_always_syncs_after_reopen);
     tcase_add_test(tc, test_want_sync_of_durable_lsn_calls_back);
-    tcase_add_test(tc, test_prepared_zeros_never_overwrite_appends);
+    tcase_add_test(tc, test_u6_prepared_zeros_never_overwrite_appends);
     tcase_add_test(tc, test_u3_torn_tail_cut_at_every_offset);
     tcase_add_test(tc, test_u3_corrupt_record_ends_log);
     tcase_add_test(tc, test_u4_u5_checkpoint_and_removal);

@@ -17,6 +17,7 @@
 #include "record.h"
 #include "repl_proto.h"
 #include "ulog.h"
+#include "ulog_peer.h"
 #include "unit_main.h"
 #include "util.h"
 
@@ -158,6 +159,73 @@ START_TEST(test_u11_sync_on_demand_rule)
     ck_assert(!ulog_sync_on_demand(ULOG_FSYNC_PEER, 2));
     ck_assert(!ulog_sync_on_demand(ULOG_FSYNC_INTERVAL, 0));
     ck_assert(!ulog_sync_on_demand(ULOG_FSYNC_NEVER, 0));
+}
+END_TEST
+
+/* The policy's state walked through a pair's life with no log: every
+ * input a position or a time (ulog_peer.h). */
+START_TEST(test_u10_u11_policy_is_a_function_of_positions)
+{
+    const enum ulog_fsync P = ULOG_FSYNC_PEER;
+    struct ulog_peer p;
+    struct ulog_peer_change ch;
+    ulog_peer_init(&p, 100);
+    ck_assert_uint_eq(p.released, 100);
+    ck_assert_uint_eq(ulog_peer_live(&p), 0);
+
+    /* No peer: a waiter needs the sync thread, and our sync releases. */
+    ck_assert(ulog_peer_waiting(&p, P, 110, 1000));
+    ck_assert(ulog_peer_refresh(&p, P, 110, 105, 1001));
+    ck_assert_uint_eq(p.released, 105);
+    ck_assert(!ulog_peer_refresh(&p, P, 110, 104, 1002)); /* never back */
+
+    /* A peer links: our sync no longer releases, its reports do. */
+    ulog_peer_linked(&p, P, true, 110, 105, 1003, &ch);
+    ck_assert(ch.linked && !ch.released && !ch.fell_back);
+    ck_assert_uint_eq(ulog_peer_live(&p), 1);
+    ck_assert(!ulog_peer_refresh(&p, P, 120, 120, 1004));
+    ulog_peer_report(&p, P, 118, 120, 120, 1005, &ch);
+    ck_assert(ch.released && !ch.wake_sync);
+    ck_assert_uint_eq(p.released, 118);
+    /* A report past the end counts as the end (U10). */
+    ulog_peer_report(&p, P, 500, 121, 120, 1006, &ch);
+    ck_assert(ch.released);
+    ck_assert_uint_eq(p.released, 121);
+    ck_assert_uint_eq(p.written, 121);
+
+    /* A waiter starts the stall clock once; after fsync_ms of silence
+     * the stall begins and what is synced here goes (U11). */
+    ulog_peer_idle(&p);
+    ck_assert(ulog_peer_waiting(&p, P, 130, 2000));
+    ck_assert(!ulog_peer_waiting(&p, P, 131, 2001));
+    ck_assert_uint_eq(ulog_peer_check_stall(&p, P, 100, 131, 125, 2050, &ch),
+                      50);
+    ck_assert(!ch.stalled);
+    ck_assert_uint_eq(ulog_peer_check_stall(&p, P, 100, 131, 125, 2100, &ch),
+                      UINT64_MAX);
+    ck_assert(ch.stalled && ch.released);
+    ck_assert_uint_eq(p.released, 125);
+    ck_assert_uint_eq(p.stalls, 1);
+    ck_assert_uint_eq(ulog_peer_live(&p), 0);
+    ck_assert(ulog_peer_waiting(&p, P, 131, 2101)); /* synced as "always" */
+
+    /* The next report ends the stall and wakes the sync thread. */
+    ulog_peer_report(&p, P, 131, 131, 125, 2200, &ch);
+    ck_assert(ch.wake_sync && ch.released && !p.stalled);
+    ck_assert_uint_eq(p.released, 131);
+
+    /* The last peer goes: a fallback, counted, and the sync thread woken;
+     * our synced records go at once. */
+    ulog_peer_linked(&p, P, false, 140, 135, 2300, &ch);
+    ck_assert(ch.fell_back && ch.wake_sync && ch.released);
+    ck_assert_uint_eq(p.fallbacks, 1);
+    ck_assert_uint_eq(p.released, 135);
+
+    /* Other policies leave the state alone. */
+    ulog_peer_report(&p, ULOG_FSYNC_ALWAYS, 150, 150, 150, 2400, &ch);
+    ck_assert(!ch.released);
+    ck_assert(!ulog_peer_refresh(&p, ULOG_FSYNC_ALWAYS, 150, 150, 2401));
+    ck_assert_uint_eq(p.released, 135);
 }
 END_TEST
 
@@ -384,6 +452,7 @@ ulog_peer_suite(void)
     TCase *tc = tcase_create("rules");
     tcase_add_test(tc, test_u10_release_rule);
     tcase_add_test(tc, test_u11_sync_on_demand_rule);
+    tcase_add_test(tc, test_u10_u11_policy_is_a_function_of_positions);
     tcase_add_test(tc, test_parse_peer);
     tcase_add_test(tc, test_r4_wack_frame);
     suite_add_tcase(s, tc);

@@ -160,7 +160,7 @@ _connect(const char *text)
     clients[nclients++] = p[1];
     ck_assert_int_eq(write(p[1], text, strlen(text)), (ssize_t)strlen(text));
     atomic_fetch_add(&shared.curr_conns, 1);
-    ck_assert_int_eq(worker_dispatch(&w, p[0]), 0);
+    ck_assert_int_eq(worker_dispatch(&w, p[0], false), 0);
     return p[1];
 }
 
@@ -257,7 +257,7 @@ START_TEST(test_stop_answers_what_was_read_once_durable_then_closes)
 
     int p[2];
     ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
-    ck_assert_int_eq(worker_dispatch(&w, p[0]), -1);
+    ck_assert_int_eq(worker_dispatch(&w, p[0], false), -1);
     close(p[0]);
     close(p[1]);
 }

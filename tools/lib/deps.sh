@@ -39,12 +39,17 @@ kura_need_packages() {
 # Packages needed to build kurad and the kura tool.
 KURA_BUILD_PACKAGES="gcc make autoconf automake pkg-config
     libtokyocabinet-dev libevent-dev check libh2o-evloop-dev libyajl-dev
-    liburing-dev"
-# Clients the integration tests drive kurad with.
+    liburing-dev libssl-dev"
+# Clients the integration tests drive kurad with; the reference server
+# (memcached); the runner of the clients' own suites (pytest, six); the
+# SASL PLAIN plugin the clients authenticate with (libsasl2-modules, only
+# a Recommends of theirs, which an install without recommends leaves
+# out); openssl for the TLS tests' certificates.
 KURA_TEST_PACKAGES="libmemcached-tools python3 python3-pymemcache
     libcache-memcached-fast-perl python3-pylibmc python3-binary-memcached
     ruby ruby-dalli php-cli php-memcached fuse3 libfuse3-dev curl
-    iproute2 keepalived nutcracker"
+    iproute2 keepalived nutcracker memcached python3-pytest python3-six
+    libsasl2-modules openssl"
 
 # Programs some tests use when the distribution has them, skipped (77)
 # otherwise: promtool (prometheus) for the alert rules, and the memcached

@@ -1,21 +1,32 @@
 /*
- * reply_internal: the binary and meta writers behind reply.h, for
- * reply.c's dispatch only. Each function has the contract of its reply.h
- * counterpart, for a request of its own protocol.
+ * reply_members: the writers behind reply.h, one per protocol, for
+ * reply.c's dispatch: reply_text.c, reply_bin.c, reply_meta.c and
+ * reply_http.c (whose public part is in reply.h). Each function has the
+ * contract of its reply.h counterpart, for a request of its own protocol.
+ * They build on reply_base.h and never call the front.
  */
-#ifndef KURA_REPLY_INTERNAL_H
-#define KURA_REPLY_INTERNAL_H
+#ifndef KURA_REPLY_MEMBERS_H
+#define KURA_REPLY_MEMBERS_H
 
 #include <stdarg.h>
 
-#include "reply.h"
+#include "reply_base.h"
 
-/* The version string every protocol reports. */
-extern const char reply_version_string[];
+/* reply_text.c */
+bool reply_text_result(struct buf *out, const struct proto_request *req,
+                       enum reply_code code);
+bool reply_text_hit(struct buf *out, const struct proto_request *req,
+                    const struct reply_item *it);
+bool reply_text_counter(struct buf *out, const struct proto_request *req,
+                        uint64_t n);
+/* "CLIENT_ERROR <command> not allowed" (-mask), silenced by noreply */
+bool reply_text_denied(struct buf *out, const struct proto_request *req);
+bool reply_text_version(struct buf *out);
+/* "STAT <name> <value>" with a value of `n` bytes */
+bool reply_text_stat(struct buf *out, const char *name, const void *value,
+                     size_t n);
 
-/* The text line of a parser error, without noreply handling. */
-bool reply_text_error(struct buf *out, enum proto_error err);
-
+/* reply_bin.c */
 bool reply_bin_result(struct buf *out, const struct proto_request *req,
                       enum reply_code code, const struct reply_item *it);
 bool reply_bin_hit(struct buf *out, const struct proto_request *req,
