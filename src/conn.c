@@ -70,7 +70,9 @@ struct conn {
     struct tls_session *tls;  /* NULL: plaintext, or no hello yet */
     bool tls_port;            /* accepted on the TLS port */
     bool read_wants_write;    /* a TLS read waits to send first */
-    uint64_t hs_deadline_ms;  /* HANDSHAKE: when it gives up */
+    uint64_t hs_deadline_ms;  /* HANDSHAKE: when it gives up; LINGERING:
+                                 when it closes */
+    size_t lingered;          /* LINGERING: bytes read and dropped */
     uint8_t peer_family;      /* TLS port: the peer's address, for log */
     uint16_t peer_port;       /* lines after it may have gone (AF_INET: */
     uint8_t peer_addr[16];    /* the first 4 bytes) */
@@ -81,10 +83,16 @@ const char *const conn_state_names[CONN_STATE_COUNT] = {
     [CONN_READING] = "reading",
     [CONN_DRAINING] = "draining",
     [CONN_CLOSING] = "closing",
+    [CONN_LINGERING] = "lingering",
     [CONN_CLOSED] = "closed",
 };
 
 static void _on_event(evutil_socket_t fd, short what, void *arg);
+static void _linger(struct conn *c);
+
+/* Bounds of a lingering close (conn.h, LINGERING). */
+#define CONN_LINGER_MS 2000
+#define CONN_LINGER_BYTES (4u << 20)
 
 void
 conn_host_init(struct conn_host *h)
@@ -102,7 +110,8 @@ _set_events(struct conn *c, short flags)
     if (c->io_waits > 0) {
         flags &= (short)~EV_READ; /* nothing is read while a request waits */
     }
-    if (flags == c->ev_flags && c->state != CONN_HANDSHAKE) {
+    if (flags == c->ev_flags && c->state != CONN_HANDSHAKE &&
+        c->state != CONN_LINGERING) {
         return;
     }
     if (c->ev_flags != 0) {
@@ -114,7 +123,7 @@ _set_events(struct conn *c, short flags)
     }
     event_assign(&c->ev, c->h->base, c->fd, (short)(flags | EV_PERSIST),
                  _on_event, c);
-    if (c->state == CONN_HANDSHAKE) {
+    if (c->state == CONN_HANDSHAKE || c->state == CONN_LINGERING) {
         uint64_t now = util_mono_ms();
         uint64_t left = c->hs_deadline_ms > now ? c->hs_deadline_ms - now : 0;
         struct timeval tv = {(time_t)(left / 1000),
@@ -135,7 +144,8 @@ _set_state(struct conn *c, enum conn_state next)
         [CONN_READING] = 1u << CONN_DRAINING | 1u << CONN_CLOSING |
                          1u << CONN_CLOSED,
         [CONN_DRAINING] = 1u << CONN_READING | 1u << CONN_CLOSED,
-        [CONN_CLOSING] = 1u << CONN_CLOSED,
+        [CONN_CLOSING] = 1u << CONN_LINGERING | 1u << CONN_CLOSED,
+        [CONN_LINGERING] = 1u << CONN_CLOSED,
         [CONN_CLOSED] = 0,
     };
     if (!(allowed[c->state] & (1u << next))) {
@@ -529,7 +539,7 @@ _note_state(struct conn *c)
     if (c->slot == NULL) {
         return;
     }
-    if (c->state == CONN_CLOSING) {
+    if (c->state == CONN_CLOSING || c->state == CONN_LINGERING) {
         st = CONNTAB_CLOSING;
     } else if (c->state == CONN_DRAINING) {
         st = CONNTAB_MWRITE;
@@ -803,7 +813,7 @@ _flush(struct conn *c)
     buf_shrink(&c->out, CONN_BUF_KEEP);
     if (c->state == CONN_CLOSING) {
         /* The server closes first, so TIME_WAIT stays on this side. */
-        _close(c);
+        _linger(c);
     } else if (c->state == CONN_DRAINING) {
         _set_state(c, CONN_READING);
         _set_events(c, EV_READ);
@@ -813,12 +823,64 @@ _flush(struct conn *c)
     }
 }
 
+/*
+ * The last reply is sent: shut this side and drop what the client still
+ * sends, so that the close is not a reset that discards the reply (the
+ * LINGERING state in conn.h). Plaintext only: a TLS session ends with its
+ * close_notify in _free(). A client that has shut its side has nothing
+ * left to send.
+ */
+static void
+_linger(struct conn *c)
+{
+    if (c->tls != NULL || c->peer_closed || c->io_waits > 0 ||
+        shutdown(c->fd, SHUT_WR) != 0) {
+        _close(c);
+        return;
+    }
+    _set_state(c, CONN_LINGERING);
+    c->hs_deadline_ms = util_mono_ms() + CONN_LINGER_MS;
+    c->lingered = 0;
+    _set_events(c, EV_READ);
+}
+
+/* LINGERING: reads and drops input until EOF, an error or the bounds. */
+static void
+_linger_read(struct conn *c, short what)
+{
+    char junk[16384];
+
+    if (what & EV_TIMEOUT) {
+        _close(c);
+        return;
+    }
+    for (;;) {
+        ssize_t n = read(c->fd, junk, sizeof(junk));
+        if (n > 0) {
+            c->lingered += (size_t)n;
+            if (c->lingered < CONN_LINGER_BYTES) {
+                continue;
+            }
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return; /* more may come before the deadline */
+        }
+        _close(c); /* EOF, an error, or enough read */
+        return;
+    }
+}
+
 static void
 _on_event(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
 
     (void)fd;
+    if (c->state == CONN_LINGERING) {
+        _linger_read(c, what);
+        return;
+    }
     if (c->state == CONN_HANDSHAKE) {
         _handshake(c, what);
         return;

@@ -15,8 +15,18 @@
  *   HANDSHAKE --a plaintext client (refusal queued)--> CLOSING
  *   READING --output above watermark--> DRAINING --output sent--> READING
  *   READING --quit / fatal parse error--> CLOSING --output sent--> CLOSED
+ *   CLOSING --output sent, client still sending--> LINGERING --EOF, 2 s,
+ *       4 MiB read--> CLOSED
  *   any --EOF, error, idle timeout, aborted commit--> CLOSED
  *   HANDSHAKE --handshake failed or not done in time--> CLOSED
+ *
+ * LINGERING is a lingering close: the server has said its last reply, as
+ * after a binary request it refuses with the rest of a 1 MiB frame still
+ * on its way. Closing with unread input would send a reset, and a reset
+ * makes the client's kernel discard the reply it has not yet read; so the
+ * server shuts its side (FIN after the reply), reads and drops what the
+ * client still sends, and closes at its EOF or at the bounds. Plaintext
+ * only, and only when the client has not already shut its side.
  *
  * A connection from the TLS port (-tlsport) starts in HANDSHAKE: its first
  * byte says whether it is a TLS client at all (tls_sniff(): a plaintext
@@ -66,6 +76,7 @@ enum conn_state {
     CONN_READING,
     CONN_DRAINING,
     CONN_CLOSING,
+    CONN_LINGERING,
     CONN_CLOSED,
     CONN_STATE_COUNT
 };

@@ -7,6 +7,7 @@
 #include <check.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,6 +273,62 @@ START_TEST(test_value_cut_short_by_close)
 }
 END_TEST
 
+/*
+ * A refused binary frame whose 1 MiB value is still on its way: the
+ * refusal arrives, the rest of the frame is taken (not reset mid-send), and
+ * the connection ends with a clean EOF. Closing with the value unread sent
+ * a reset, which failed the client's send and could discard the refusal
+ * before the client read it.
+ */
+START_TEST(test_refused_frame_is_followed_by_a_clean_close)
+{
+    enum { KEYLEN = 251, VALLEN = (1 << 20) + 1 };
+    uint8_t hdr[24] = {0x80, 0x01, 0x00, KEYLEN, 8, 0, 0, 0};
+    uint32_t body = 8 + KEYLEN + VALLEN;
+    hdr[8] = (uint8_t)(body >> 24);
+    hdr[9] = (uint8_t)(body >> 16);
+    hdr[10] = (uint8_t)(body >> 8);
+    hdr[11] = (uint8_t)body;
+    hdr[15] = 0x3a; /* opaque */
+    char head[8 + KEYLEN + 1000];
+    memset(head, 0, 8);
+    memset(head + 8, 'k', KEYLEN);
+    memset(head + 8 + KEYLEN, 'z', 1000);
+    char *rest = malloc(VALLEN - 1000);
+    ck_assert_ptr_nonnull(rest);
+    memset(rest, 'z', VALLEN - 1000);
+
+    int fd = kc_connect(k.port);
+    ck_assert_int_eq(kc_send(fd, hdr, sizeof(hdr)), 0);
+    ck_assert_int_eq(kc_send(fd, head, sizeof(head)), 0);
+    /* The refusal: a 24-byte header and "Invalid arguments". */
+    uint8_t reply[24 + 17];
+    size_t got = 0;
+    uint64_t deadline = harness_now_ms() + 5000;
+    while (got < sizeof(reply) && harness_now_ms() < deadline) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        if (poll(&pfd, 1, 50) > 0) {
+            ssize_t n = recv(fd, reply + got, sizeof(reply) - got, 0);
+            ck_assert_int_gt(n, 0);
+            got += (size_t)n;
+        }
+    }
+    ck_assert_uint_eq(got, sizeof(reply));
+    ck_assert_uint_eq(reply[0], 0x81);
+    ck_assert_uint_eq(reply[7], 0x04); /* status: invalid arguments */
+    ck_assert_uint_eq(reply[15], 0x3a);
+    /* The server has answered; the rest of the frame must still be taken. */
+    ck_assert_int_eq(kc_send(fd, rest, VALLEN - 1000), 0);
+    char c;
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
+    ck_assert_int_eq(recv(fd, &c, 1, 0), 0); /* EOF, not a reset */
+    close(fd);
+    free(rest);
+    _bystander_ok();
+}
+END_TEST
+
 static Suite *
 hostile_suite(void)
 {
@@ -286,6 +343,7 @@ hostile_suite(void)
     tcase_add_test(tc, test_client_that_never_reads);
     tcase_add_test(tc, test_trickling_clients_do_not_starve_others);
     tcase_add_test(tc, test_value_cut_short_by_close);
+    tcase_add_test(tc, test_refused_frame_is_followed_by_a_clean_close);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;
