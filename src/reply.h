@@ -134,7 +134,10 @@ bool reply_version(struct buf *out, const struct proto_request *req);
 /* A noop: the binary noop response, meta "MN". */
 bool reply_noop(struct buf *out, const struct proto_request *req);
 
-/* One statistic: "STAT <name> <value>" or a binary stat frame. */
+/*
+ * One statistic: "STAT <name> <value>" or a binary stat frame, the value
+ * formatted from `fmt`, of any length.
+ */
 bool reply_stat(struct buf *out, const struct proto_request *req,
                 const char *name, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

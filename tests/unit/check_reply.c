@@ -278,6 +278,38 @@ START_TEST(test_text_version_and_stats)
 }
 END_TEST
 
+START_TEST(test_stat_values_of_any_length)
+{
+    /*
+     * reply.h: a reply returns false only when the buffer cannot grow.
+     * A value formatted to 512 bytes or more (a database path under a
+     * deep directory, "STAT kura_db_path ...") was refused instead, and
+     * the connection closed in the middle of a stats listing.
+     */
+    char path[4097];
+    memset(path, 'd', sizeof(path) - 1);
+    path[0] = '/';
+    path[sizeof(path) - 1] = '\0';
+    static const size_t lens[] = {510, 511, 512, 513, 1000, 4096};
+    struct buf out;
+    buf_init(&out);
+    struct proto_request req;
+    _text(&req, PROTO_CMD_STATS, false);
+    char want[4200];
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        int n = snprintf(want, sizeof(want), "STAT kura_db_path %.*s\r\n",
+                         (int)lens[i], path);
+        ck_assert(reply_stat(&out, &req, "kura_db_path", "%.*s",
+                             (int)lens[i], path));
+        EXPECT_BYTES(&out, want, (size_t)n);
+    }
+    ck_assert(reply_stat(&out, &req, "kura_pair", "%s/%s", path + 3000,
+                         path + 3000));
+    ck_assert_uint_eq(buf_len(&out), 5 + 9 + 1 + 1096 * 2 + 1 + 2);
+    buf_deinit(&out);
+}
+END_TEST
+
 START_TEST(test_text_denied)
 {
     /* kura's -mask refusal names the classic command a request counts as */
@@ -806,6 +838,7 @@ _suite(void)
     tcase_add_test(text, test_text_value_blocks);
     tcase_add_test(text, test_text_counters);
     tcase_add_test(text, test_text_version_and_stats);
+    tcase_add_test(text, test_stat_values_of_any_length);
     tcase_add_test(text, test_text_denied);
     tcase_add_test(text, test_text_parser_errors);
     suite_add_tcase(s, text);

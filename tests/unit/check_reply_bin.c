@@ -530,6 +530,18 @@ START_TEST(test_stats)
     ck_assert(reply_stats_end(&out, &req));
     EXPECT_HEX(&out, "81 10 0000 00 00 0000 00000000 00000014 "
                      "0000000000000000");
+    /* a value of 600 bytes (reply.h: false only if the buffer cannot
+     * grow) */
+    char path[601];
+    memset(path, 'p', 600);
+    path[600] = '\0';
+    ck_assert(reply_stat(&out, &req, "kura_db_path", "%s", path));
+    unsigned char want[24 + 12 + 600];
+    _unhex("81 10 000c 00 00 0000 00000264 00000014 0000000000000000", want,
+           24);
+    memcpy(want + 24, "kura_db_path", 12);
+    memcpy(want + 36, path, 600);
+    EXPECT_BYTES(&out, want, sizeof(want));
     buf_deinit(&out);
 }
 END_TEST
