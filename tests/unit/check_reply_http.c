@@ -98,6 +98,18 @@ START_TEST(test_date_at_fixed_times)
 }
 END_TEST
 
+START_TEST(test_date_of_second_zero)
+{
+    /* reply.h: brings `d` up to `now_s` and returns its text; a fresh
+     * struct says second 0 with no text, which must not pass for the
+     * text of second 0 */
+    struct reply_http_date d = {0, ""};
+    ck_assert_str_eq(reply_http_date(&d, 0), "Thu, 01 Jan 1970 00:00:00 GMT");
+    ck_assert_str_eq(reply_http_date(&d, 1), "Thu, 01 Jan 1970 00:00:01 GMT");
+    ck_assert_str_eq(reply_http_date(&d, 0), "Thu, 01 Jan 1970 00:00:00 GMT");
+}
+END_TEST
+
 START_TEST(test_date_formatted_once_a_second)
 {
     struct reply_http_date d = {0, ""};
@@ -517,6 +529,7 @@ _suite(void)
     Suite *s = suite_create("reply_http");
     TCase *date = tcase_create("date");
     tcase_add_test(date, test_date_at_fixed_times);
+    tcase_add_test(date, test_date_of_second_zero);
     tcase_add_test(date, test_date_formatted_once_a_second);
     tcase_add_test(date, test_date_of_now);
     suite_add_tcase(s, date);
