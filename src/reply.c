@@ -9,6 +9,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool
@@ -119,22 +120,34 @@ reply_noop(struct buf *out, const struct proto_request *req)
     return reply_raw(out, "MN\r\n", 4);
 }
 
+/* Most values fit `small`; a longer one (a path under a deep directory)
+ * is formatted again on the heap, so that no value is refused. */
 bool
 reply_stat(struct buf *out, const struct proto_request *req, const char *name,
            const char *fmt, ...)
 {
-    char value[512];
+    char small[512];
     va_list ap;
     va_start(ap, fmt);
-    int m = vsnprintf(value, sizeof(value), fmt, ap);
+    int m = vsnprintf(small, sizeof(small), fmt, ap);
     va_end(ap);
-    if (m < 0 || (size_t)m >= sizeof(value)) {
+    if (m < 0) {
         return false;
     }
-    if (req->kind == PROTO_KIND_BINARY) {
-        return reply_bin_stat(out, req, name, value, (size_t)m);
+    char *big = NULL;
+    if ((size_t)m >= sizeof(small)) {
+        big = malloc((size_t)m + 1);
+        if (big == NULL) {
+            return false;
+        }
+        va_start(ap, fmt);
+        vsnprintf(big, (size_t)m + 1, fmt, ap);
+        va_end(ap);
     }
-    return reply_text_stat(out, name, value, (size_t)m);
+    bool ok = reply_stat_bytes(out, req, name, big != NULL ? big : small,
+                               (size_t)m);
+    free(big);
+    return ok;
 }
 
 bool

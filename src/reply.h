@@ -134,7 +134,10 @@ bool reply_version(struct buf *out, const struct proto_request *req);
 /* A noop: the binary noop response, meta "MN". */
 bool reply_noop(struct buf *out, const struct proto_request *req);
 
-/* One statistic: "STAT <name> <value>" or a binary stat frame. */
+/*
+ * One statistic: "STAT <name> <value>" or a binary stat frame, the value
+ * formatted from `fmt`, of any length.
+ */
 bool reply_stat(struct buf *out, const struct proto_request *req,
                 const char *name, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -166,8 +169,9 @@ bool reply_sasl(struct buf *out, const struct proto_request *req,
  * its process_ctx), so formatting costs nothing per response.
  */
 struct reply_http_date {
-    int64_t second;     /* the Unix second `text` shows; 0 before the first */
-    char text[32];      /* "Sun, 06 Nov 1994 08:49:37 GMT" */
+    int64_t second;     /* the Unix second `text` shows */
+    char text[32];      /* "Sun, 06 Nov 1994 08:49:37 GMT"; "" before the
+                           first call (a zeroed struct is ready to use) */
 };
 
 /* Brings `d` up to `now_s` (Unix seconds); returns d->text. */

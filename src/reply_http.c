@@ -46,7 +46,8 @@ _reason(uint16_t status)
 const char *
 reply_http_date(struct reply_http_date *d, int64_t now_s)
 {
-    if (d->second != now_s) {
+    /* a fresh `d` says second 0 with no text: second 0 formats too */
+    if (d->second != now_s || d->text[0] == '\0') {
         time_t t = (time_t)now_s;
         struct tm tm;
         gmtime_r(&t, &tm);
