@@ -36,7 +36,7 @@
 #include "stats.h"
 #include "txn.h"
 
-struct stats_snapshot; /* snapshot.h */
+struct stats_snapshot; /* stats_snapshot.h */
 
 /* Shared, read-only context of every worker. */
 struct process_env {

@@ -20,7 +20,7 @@
 #include "cmdmask.h"
 #include "config.h"
 #include "metrics.h"
-#include "snapshot.h"
+#include "stats_snapshot.h"
 #include "util.h"
 
 /* The -fsync policy as stats show it: always, never, 100ms, peer,100. */

@@ -8,7 +8,7 @@
  * memcached. Names follow memcached's `stats` output. `stats reset` does
  * not write to the counters (that would race with their owners); the
  * reporter keeps a baseline and subtracts it. A leaf: the server-wide
- * figures that `stats` adds are gathered in snapshot.h.
+ * figures that `stats` adds are gathered in stats_snapshot.h.
  */
 #ifndef KURA_STATS_H
 #define KURA_STATS_H

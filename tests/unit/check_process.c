@@ -11,7 +11,7 @@
 #include "proto.h"
 #include "proto_bin.h"
 #include "record.h"
-#include "snapshot.h"
+#include "stats_snapshot.h"
 #include "settings.h"
 #include "store.h"
 #include "txn.h"

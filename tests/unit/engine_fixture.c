@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "dbspec.h"
-#include "snapshot.h"
+#include "stats_snapshot.h"
 
 #define FIXTURE_SCRATCH 4096
 

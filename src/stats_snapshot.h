@@ -1,11 +1,11 @@
 /*
- * snapshot: the server-wide figures `stats` reports beyond the workers'
+ * stats_snapshot: the server-wide figures `stats` reports beyond the workers'
  * counters (stats.h): connections, the update log, replication. Filled by
  * server.c, read by process_stats.c; kept apart so that the counters stay
  * a leaf module and the request path does not depend on replication.
  */
-#ifndef KURA_SNAPSHOT_H
-#define KURA_SNAPSHOT_H
+#ifndef KURA_STATS_SNAPSHOT_H
+#define KURA_STATS_SNAPSHOT_H
 
 #include <stdbool.h>
 #include <stdint.h>
