@@ -116,7 +116,7 @@ daemon_kill_existing(const char *path, uint64_t timeout_ms, char *err,
 
 /* The original process: wait for the daemon's verdict and exit with it. */
 static void
-_await_daemon(int fd)
+_await_daemon(int fd, bool logged_here)
 {
     char msg[1024];
     size_t got = 0;
@@ -138,8 +138,12 @@ _await_daemon(int fd)
     if (got > 0 && msg[0] == '+') {
         _exit(0);
     }
-    fprintf(stderr, "kurad: %s\n",
-            got > 1 ? msg + 1 : "the daemon exited during start-up");
+    /* With its log on this very standard error, the daemon has already
+     * written its reason there: once is enough. */
+    if (!logged_here || got <= 1) {
+        fprintf(stderr, "kurad: %s\n",
+                got > 1 ? msg + 1 : "the daemon exited during start-up");
+    }
     _exit(1);
 }
 
@@ -157,7 +161,7 @@ daemon_detach(bool keep_stderr, int *notify_fd)
     }
     if (pid > 0) {
         close(pipefd[1]);
-        _await_daemon(pipefd[0]);
+        _await_daemon(pipefd[0], keep_stderr);
     }
     close(pipefd[0]);
     if (setsid() < 0) {

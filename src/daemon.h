@@ -62,7 +62,9 @@ enum daemon_status daemon_kill_existing(const char *path, uint64_t timeout_ms,
  * error too unless `keep_stderr`, when the log goes there). The original
  * process waits until the daemon calls daemon_notify(): it then exits 0,
  * or prints the daemon's error message and exits 1, so a daemon that fails
- * to start is still reported to whoever started it.
+ * to start is still reported to whoever started it (with `keep_stderr`
+ * the daemon's log line on that standard error has said it, and the
+ * message is not repeated; the daemon logs every reason it notifies).
  * Returns 0 in the daemon with `*notify_fd` set, -1 on failure (in the
  * original process, with errno set).
  */

@@ -159,19 +159,11 @@ _bind_tcp(const char *host, int port, char *err, size_t errlen)
 }
 
 int
-listener_open(struct listener *l, struct event_base *base, const char *host,
-              int port, bool tls, struct worker *workers, int nworkers,
-              uint32_t maxconn, _Atomic uint64_t *curr_conns,
-              struct logger *log, char *err, size_t errlen)
+listener_bind(struct listener *l, const char *host, int port, bool tls,
+              char *err, size_t errlen)
 {
     memset(l, 0, sizeof(*l));
-    l->base = base;
     l->tls = tls;
-    l->workers = workers;
-    l->nworkers = nworkers;
-    l->maxconn = maxconn;
-    l->curr_conns = curr_conns;
-    l->log = log;
     if (port == 0) {
         util_strlcpy(l->name, host, sizeof(l->name));
     } else {
@@ -191,8 +183,15 @@ listener_open(struct listener *l, struct event_base *base, const char *host,
 }
 
 int
-listener_start(struct listener *l, char *err, size_t errlen)
+listener_start(struct listener *l, const struct listener_env *env,
+               char *err, size_t errlen)
 {
+    l->base = env->base;
+    l->workers = env->workers;
+    l->nworkers = env->nworkers;
+    l->maxconn = env->maxconn;
+    l->curr_conns = env->curr_conns;
+    l->log = env->log;
     if (listen(l->fd, LISTENER_BACKLOG) != 0) {
         snprintf(err, errlen, "cannot listen on %s: %s", l->name,
                  strerror(errno));

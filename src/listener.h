@@ -66,23 +66,32 @@ struct listener {
 };
 
 /*
- * Binds `host`:`port` (a unix socket at path `host` when `port` is 0) for
- * accepting on `base` once started; connections are refused until then.
- * With `tls`, it is the TLS port. Returns 0, or -1 with a reason in `err`;
- * listener_close() frees either way.
+ * Binds `host`:`port` (a unix socket at path `host` when `port` is 0);
+ * connections are refused until listener_start(). The server binds before
+ * it opens anything else, so that a port in use fails the start before a
+ * file is created. With `tls`, it is the TLS port. Returns 0, or -1 with
+ * a reason in `err`; listener_close() frees either way.
  */
-int listener_open(struct listener *l, struct event_base *base,
-                  const char *host, int port, bool tls,
-                  struct worker *workers,
-                  int nworkers, uint32_t maxconn,
-                  _Atomic uint64_t *curr_conns, struct logger *log,
+int listener_bind(struct listener *l, const char *host, int port, bool tls,
                   char *err, size_t errlen);
 
+/* What a started listener hands its connections to; the caller's. */
+struct listener_env {
+    struct event_base *base;   /* the loop that accepts */
+    struct worker *workers;    /* round-robin over these */
+    int nworkers;
+    uint32_t maxconn;          /* refused past this many at once */
+    _Atomic uint64_t *curr_conns;
+    struct logger *log;
+};
+
 /*
- * Listens on the bound socket and starts accepting. Returns 0, or -1 with
+ * Listens on the bound socket and starts accepting on `env->base`, which
+ * with the rest of `env` must outlive the listener. Returns 0, or -1 with
  * a reason in `err`.
  */
-int listener_start(struct listener *l, char *err, size_t errlen);
+int listener_start(struct listener *l, const struct listener_env *env,
+                   char *err, size_t errlen);
 
 /* Stops accepting and closes the listening socket. Idempotent. */
 void listener_close(struct listener *l);

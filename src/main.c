@@ -3,6 +3,7 @@
  * server_run(); everything else lives in the modules so tests can link it.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "config.h"
 #include "server.h"
@@ -23,8 +24,12 @@ main(int argc, char **argv)
         printf("kurad %s\n", PACKAGE_VERSION);
         return 0;
     case SETTINGS_ERROR:
-        fprintf(stderr, "kurad: %s\n", err);
-        settings_usage(stderr, "kurad");
+        /* The reason alone: 45 lines of usage after it would bury it. */
+        if (strstr(err, "-h)") != NULL) {
+            fprintf(stderr, "kurad: %s\n", err);
+        } else {
+            fprintf(stderr, "kurad: %s (see kurad -h)\n", err);
+        }
         return 2;
     case SETTINGS_OK:
         break;

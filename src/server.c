@@ -26,7 +26,7 @@
 #include "memlimit.h"
 #include "process.h"
 #include "record.h"
-#include "snapshot.h"
+#include "stats_snapshot.h"
 #include "recovery.h"
 #include "repl_sender.h"
 #include "repl_receiver.h"
@@ -367,6 +367,28 @@ _ensure_parent_dir(const char *path, char *err, size_t errlen)
     return 0;
 }
 
+/* A database named in a directory that is not there: said in the terms
+ * the operator used, before the update log beside it is created. */
+static int
+_check_parent_dir(const char *path, char *err, size_t errlen)
+{
+    char copy[DBSPEC_PATH_MAX];
+    struct stat st;
+    util_strlcpy(copy, path, sizeof(copy));
+    const char *dir = dirname(copy);
+    if (stat(dir, &st) != 0) {
+        snprintf(err, errlen, "cannot open database %s: directory %s: %s",
+                 path, dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "cannot open database %s: %s is not a "
+                 "directory", path, dir);
+        return -1;
+    }
+    return 0;
+}
+
 static int
 _open_ulog(struct server *srv, struct ulog_recovery *found, char *err,
            size_t errlen)
@@ -521,6 +543,10 @@ _open_storage(struct server *srv, char *err, size_t errlen)
     size_t scratch = s->item_max + RECORD_HEADER_MAX + 1;
 
     if (s->default_db && _ensure_parent_dir(s->db.path, err, errlen) != 0) {
+        return -1;
+    }
+    if (!s->default_db && s->db.kind == DBSPEC_HASH_FILE &&
+        _check_parent_dir(s->db.path, err, errlen) != 0) {
         return -1;
     }
     if (s->db.dfunit > 0 && s->ulog_path[0] != '\0') {
@@ -711,9 +737,17 @@ _serve(struct server *srv, char *err, size_t errlen)
         (void)conntab_add(&srv->conntab, srv->tls_listener.fd, true,
                           conntab_now());
     }
-    if (listener_start(&srv->listener, err, errlen) != 0 ||
+    struct listener_env env = {
+        .base = srv->base,
+        .workers = srv->workers,
+        .nworkers = srv->nworkers,
+        .maxconn = srv->maxconn,
+        .curr_conns = &srv->shared.curr_conns,
+        .log = &srv->log,
+    };
+    if (listener_start(&srv->listener, &env, err, errlen) != 0 ||
         (srv->tls_bound &&
-         listener_start(&srv->tls_listener, err, errlen) != 0)) {
+         listener_start(&srv->tls_listener, &env, err, errlen) != 0)) {
         return -1;
     }
     char db[DBSPEC_PATH_MAX + 128];
@@ -851,6 +885,22 @@ _start(struct server *srv, char *err, size_t errlen)
     if (tlsconf_open(&srv->tls, s, &srv->log, err, errlen) != 0) {
         return -1;
     }
+    /* The port is taken first, so a port in use fails the start before
+     * the log or the database is created; clients are refused until
+     * _serve() listens. */
+    srv->bound = true;
+    if (listener_bind(&srv->listener, s->host, s->port, false, err,
+                      errlen) != 0) {
+        return -1;
+    }
+    if (s->tls_port != 0) {
+        srv->tls_bound = true;
+        const char *host = s->tls_host[0] != '\0' ? s->tls_host : s->host;
+        if (listener_bind(&srv->tls_listener, host, s->tls_port, true, err,
+                          errlen) != 0) {
+            return -1;
+        }
+    }
     if (_open_storage(srv, err, errlen) != 0) {
         return -1;
     }
@@ -861,25 +911,6 @@ _start(struct server *srv, char *err, size_t errlen)
     }
     if (_start_workers(srv, err, errlen) != 0) {
         return -1;
-    }
-    /* The port is taken now, so a port in use fails the start at once;
-     * clients are refused until _serve() listens. */
-    srv->bound = true;
-    if (listener_open(&srv->listener, srv->base, s->host, s->port, false,
-                      srv->workers, srv->nworkers, srv->maxconn,
-                      &srv->shared.curr_conns, &srv->log, err,
-                      errlen) != 0) {
-        return -1;
-    }
-    if (s->tls_port != 0) {
-        srv->tls_bound = true;
-        const char *host = s->tls_host[0] != '\0' ? s->tls_host : s->host;
-        if (listener_open(&srv->tls_listener, srv->base, host,
-                          s->tls_port, true, srv->workers, srv->nworkers,
-                          srv->maxconn, &srv->shared.curr_conns, &srv->log,
-                          err, errlen) != 0) {
-            return -1;
-        }
     }
     if (sweeper_init(&srv->sweeper, &srv->eng, &srv->log, SWEEPER_SLICE_KEYS,
                      SWEEPER_PAUSE_MS, s->item_max + RECORD_HEADER_MAX + 1,
@@ -1072,6 +1103,9 @@ server_run(const struct settings *settings)
     }
     event_base_dispatch(srv.base);
     /* Stopped while catching up: -dmn's parent still waits. */
+    if (srv.notify_fd >= 0) {
+        log_warn(&srv.log, "stopped before serving clients");
+    }
     daemon_notify(srv.notify_fd, "stopped before serving clients");
     srv.notify_fd = -1;
     int status = _stop(&srv) != 0 ? 1 : srv.exit_status;

@@ -7,6 +7,7 @@
  * them (prefetch.h).
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -394,10 +395,11 @@ START_TEST(test_unopenable_database)
                                  "/nonexistent/dir/k.tch", NULL};
     int rc = harness_run(NULL, missing_dir, err, sizeof(err), 10000);
     ck_assert_int_ne(rc, 0);
-    /* The update log next to it is opened first, and fails the same. */
-    ck_assert_msg(strstr(err, "/nonexistent/dir/k.") != NULL &&
-                  strstr(err, "No such file or directory") != NULL, "%s",
-                  err);
+    /* Named as given, not as the update log derived from it. */
+    ck_assert_msg(strstr(err, "cannot open database /nonexistent/dir/k.tch: "
+                              "directory /nonexistent/dir: No such file or "
+                              "directory") != NULL &&
+                  strstr(err, ".ulog") == NULL, "%s", err);
 
     snprintf(path, sizeof(path), "%s/garbage.tch", k.dir);
     FILE *f = fopen(path, "w");
@@ -427,12 +429,63 @@ START_TEST(test_unopenable_database)
 }
 END_TEST
 
-START_TEST(test_bad_flag_exits_with_usage)
+/* A bad flag: its one line and where the flags are listed, not the
+ * usage that would bury it. */
+START_TEST(test_bad_flag_exits_with_its_reason_alone)
 {
     char err[4096];
     const char *argv[] = {"kurad", "-thnum", "zero", NULL};
     ck_assert_int_eq(harness_run(NULL, argv, err, sizeof(err), 10000), 2);
-    ck_assert(strstr(err, "-thnum") != NULL && strstr(err, "usage") != NULL);
+    ck_assert_msg(strstr(err, "-thnum") != NULL &&
+                  strstr(err, "kurad -h") != NULL &&
+                  strstr(err, "usage") == NULL &&
+                  strchr(err, '\n') == err + strlen(err) - 1, "%s", err);
+    const char *unknown[] = {"kurad", "-bogus", NULL};
+    ck_assert_int_eq(harness_run(NULL, unknown, err, sizeof(err), 10000), 2);
+    ck_assert_str_eq(err, "kurad: unknown option -bogus (see -h)\n");
+}
+END_TEST
+
+/* -dmn with its log on standard error: a failed start says why once. */
+START_TEST(test_daemon_start_failure_said_once)
+{
+    char err[4096];
+    char port[16];
+    snprintf(port, sizeof(port), "%d", harness_free_port());
+    const char *argv[] = {"kurad", "-port", port, "-dmn", "-pid",
+                          "other.pid", k.db, NULL};
+    ck_assert_int_eq(harness_run(k.dir, argv, err, sizeof(err), 15000), 1);
+    /* One line says it; only warnings may come besides. */
+    int said = 0;
+    for (char *line = strtok(err, "\n"); line != NULL;
+         line = strtok(NULL, "\n")) {
+        said += strstr(line, " WARN ") == NULL;
+    }
+    ck_assert_int_eq(said, 1);
+}
+END_TEST
+
+/* A second kurad on a port in use fails before it creates any file. */
+START_TEST(test_port_in_use_creates_nothing)
+{
+    char err[4096];
+    char port[16];
+    char dir[700];
+    char db[760];
+    snprintf(port, sizeof(port), "%d", k.port);
+    snprintf(dir, sizeof(dir), "%s/second", k.dir);
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    snprintf(db, sizeof(db), "%s/b.tch", dir);
+    const char *argv[] = {"kurad", "-port", port, db, NULL};
+    ck_assert_int_eq(harness_run(NULL, argv, err, sizeof(err), 10000), 1);
+    ck_assert_msg(strstr(err, "Address already in use") != NULL, "%s", err);
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        ck_assert_msg(e->d_name[0] == '.', "created %s", e->d_name);
+    }
+    closedir(d);
 }
 END_TEST
 
@@ -615,7 +668,9 @@ persistence_suite(void)
     tcase_add_test(tc, test_dmn_keeps_relative_paths);
     tcase_add_test(tc, test_unopenable_database);
     tcase_add_test(tc, test_damage_while_serving);
-    tcase_add_test(tc, test_bad_flag_exits_with_usage);
+    tcase_add_test(tc, test_bad_flag_exits_with_its_reason_alone);
+    tcase_add_test(tc, test_port_in_use_creates_nothing);
+    tcase_add_test(tc, test_daemon_start_failure_said_once);
     tcase_add_test(tc, test_repeated_sigterm_still_stops_cleanly);
     tcase_add_test(tc, test_missing_pages_are_read_ahead);
     tcase_set_timeout(tc, 60);
