@@ -92,6 +92,13 @@ kura_build() {
         [ "$top/Makefile.am" -nt "$top/Makefile.in" ]; then
         (cd "$top" && autoreconf -fi >&2)
     fi
+    # A source tree configured in place (./configure there) refuses every
+    # build directory ("source directory already configured").
+    if [ -f "$top/config.status" ]; then
+        echo "kura: the source tree was configured in place; cleaning it" \
+            "(make distclean) to build in $dir" >&2
+        make -C "$top" -s distclean >&2 || rm -f "$top/config.status"
+    fi
     mkdir -p "$dir"
     local stamp="$dir/.configured-with"
     if [ ! -f "$dir/Makefile" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$*" ]; then
