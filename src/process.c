@@ -63,6 +63,8 @@ process_request(struct process_ctx *ctx, struct process_session *sess,
         return process_result_of(reply_text_code(out, REPLY_NO_SHUTDOWN));
     case PROTO_CMD_MEMLIMIT:
         return process_result_of(process_memlimit(req, out));
+    case PROTO_CMD_SLABS:
+        return process_result_of(process_slabs(req, out));
     case PROTO_CMD_QUIT:
         /* A binary quit is answered (quitq is not); text just closes. */
         if (req->kind == PROTO_KIND_BINARY &&

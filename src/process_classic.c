@@ -1,9 +1,9 @@
 /*
  * process_classic: memcached's classic commands for text and binary
  * requests alike (process_members.h): get/gets/gat/gats, the storage
- * commands, delete, incr/decr, touch, flush_all and cache_memlimit. The
- * binary protocol only adds options the text one lacks: a cas on any
- * store or delete, and incr/decr that create a missing counter.
+ * commands, delete, incr/decr, touch, flush_all, cache_memlimit and
+ * slabs. The binary protocol only adds options the text one lacks: a cas
+ * on any store or delete, and incr/decr that create a missing counter.
  */
 #include "process_members.h"
 
@@ -307,6 +307,20 @@ process_memlimit(const struct proto_request *req, struct buf *out)
         return reply_text_code(out, REPLY_MEMLIMIT_NOT_BYTES);
     }
     return reply_text_code(out, REPLY_OK);
+}
+
+bool
+process_slabs(const struct proto_request *req, struct buf *out)
+{
+    switch ((enum proto_slabs)req->level) {
+    case PROTO_SLABS_REASSIGN_SAME:
+        return reply_text_code(out, REPLY_SLABS_SAME);
+    case PROTO_SLABS_REASSIGN:
+        return reply_text_code(out, REPLY_SLABS_BADCLASS);
+    case PROTO_SLABS_AUTOMOVE:
+    default:
+        return req->noreply || reply_text_code(out, REPLY_OK);
+    }
 }
 
 enum process_result

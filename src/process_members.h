@@ -46,6 +46,14 @@ enum process_result process_flush_all(struct process_ctx *ctx,
 /* cache_memlimit: returns false if the reply could not be buffered. */
 bool process_memlimit(const struct proto_request *req, struct buf *out);
 
+/*
+ * slabs automove and reassign (req->level, enum proto_slabs): kura has no
+ * slab classes, so automove is acknowledged and changes nothing, and a
+ * reassign names a class that does not exist (memcached's replies). Returns
+ * false if `out` could not grow.
+ */
+bool process_slabs(const struct proto_request *req, struct buf *out);
+
 /* ------------------------------------------------------- process_auth.c */
 
 /* What an unauthenticated connection may do: authenticate, version, quit,

@@ -51,6 +51,7 @@ static const struct cmd_name cmd_names[PROTO_CMD_COUNT] = {
     [PROTO_CMD_HTTP_ADMIN] = NAME("HTTP /-/"),
     [PROTO_CMD_SHUTDOWN] = NAME("shutdown"),
     [PROTO_CMD_MEMLIMIT] = NAME("cache_memlimit"),
+    [PROTO_CMD_SLABS] = NAME("slabs"),
 };
 
 bool

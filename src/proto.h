@@ -81,7 +81,18 @@ enum proto_cmd {
     PROTO_CMD_HTTP_ADMIN,  /* HTTP under /-/: health, metrics */
     PROTO_CMD_SHUTDOWN,    /* refused, as by memcached without -A */
     PROTO_CMD_MEMLIMIT,    /* cache_memlimit: accepted, nothing to resize */
+    PROTO_CMD_SLABS,       /* slabs automove|reassign: no slabs to move */
     PROTO_CMD_COUNT
+};
+
+/*
+ * What a valid "slabs" line asks (memcached's slab page mover). kura keeps
+ * no slab classes, so the parser's reading decides the answer.
+ */
+enum proto_slabs {
+    PROTO_SLABS_AUTOMOVE,      /* automove 0|1|2, automove ratio R: OK */
+    PROTO_SLABS_REASSIGN_SAME, /* reassign N N: SAME */
+    PROTO_SLABS_REASSIGN,      /* reassign SRC DST: BADCLASS, no classes */
 };
 
 /* Which protocol carried a request, and so how it is answered. */
@@ -220,7 +231,8 @@ struct proto_request {
     uint64_t cas_unique; /* cas */
     uint64_t delta;      /* incr, decr */
     int64_t delay;       /* flush_all, 0 when absent */
-    uint32_t level;      /* verbosity; cache_memlimit's megabytes */
+    uint32_t level;      /* verbosity; cache_memlimit's megabytes;
+                            slabs: enum proto_slabs */
     const char *args;    /* stats, REPL: the text after the command */
     size_t args_len;
     bool has_cas;        /* the command compares cas_unique (text cas,

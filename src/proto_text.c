@@ -298,6 +298,48 @@ _parse_memlimit(struct proto_parser *p, struct proto_request *req,
     return PROTO_OK;
 }
 
+/*
+ * slabs automove <0|1|2> [noreply], slabs automove ratio <r> [noreply],
+ * slabs reassign <src> <dst>: memcached's answers to each shape (an
+ * automove level that is not a number is a format error, one over 2 and a
+ * ratio that is not a number are unknown commands; reassign takes no
+ * noreply).
+ */
+static enum proto_status
+_parse_slabs(struct proto_parser *p, struct proto_request *req,
+             const struct token *tok, size_t ntok)
+{
+    if (ntok == 4 && tok[1].len == 8 && memcmp(tok[1].s, "reassign", 8) == 0) {
+        int64_t src, dst;
+        if (!proto_read_i32(&tok[2], &src) || !proto_read_i32(&tok[3], &dst)) {
+            return proto_fail(p, PROTO_ERR_FORMAT, false);
+        }
+        req->level = src == dst ? PROTO_SLABS_REASSIGN_SAME
+                                : PROTO_SLABS_REASSIGN;
+        return PROTO_OK;
+    }
+    if (ntok < 3 || tok[1].len != 8 || memcmp(tok[1].s, "automove", 8) != 0) {
+        return proto_fail(p, PROTO_ERR_UNKNOWN_COMMAND, false);
+    }
+    req->noreply = _is_noreply(&tok[ntok - 1]);
+    req->level = PROTO_SLABS_AUTOMOVE;
+    if (tok[2].len == 5 && memcmp(tok[2].s, "ratio", 5) == 0) {
+        double ratio;
+        if (ntok < 4 || !proto_read_double(&tok[3], &ratio)) {
+            return proto_fail(p, PROTO_ERR_UNKNOWN_COMMAND, req->noreply);
+        }
+        return PROTO_OK;
+    }
+    uint32_t level;
+    if (!proto_read_u32(&tok[2], &level)) {
+        return proto_fail(p, PROTO_ERR_FORMAT, req->noreply);
+    }
+    if (level > 2) {
+        return proto_fail(p, PROTO_ERR_UNKNOWN_COMMAND, req->noreply);
+    }
+    return PROTO_OK;
+}
+
 static bool
 _is_http_request(const struct token *tok, size_t ntok, const char *rest,
                  const char *line, size_t len)
@@ -403,6 +445,8 @@ _parse_line(struct proto_parser *p, struct proto_request *req,
         return _parse_verbosity(p, req, tok, ntok);
     case PROTO_CMD_MEMLIMIT:
         return _parse_memlimit(p, req, tok, ntok);
+    case PROTO_CMD_SLABS:
+        return _parse_slabs(p, req, tok, ntok);
     default:
         return proto_fail(p, PROTO_ERR_UNKNOWN_COMMAND, false);
     }

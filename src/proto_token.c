@@ -4,6 +4,8 @@
  */
 #include "proto_token.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 size_t
@@ -141,5 +143,25 @@ proto_read_i32(const struct token *t, int64_t *out)
         return false;
     }
     *out = (int32_t)(uint32_t)(uint64_t)v;
+    return true;
+}
+
+bool
+proto_read_double(const struct token *t, double *out)
+{
+    char word[64];
+    char *end;
+
+    if (t->len == 0 || t->len >= sizeof(word)) {
+        return false;
+    }
+    memcpy(word, t->s, t->len);
+    word[t->len] = '\0';
+    errno = 0;
+    double v = strtod(word, &end);
+    if (errno == ERANGE || end != word + t->len) {
+        return false;
+    }
+    *out = v;
     return true;
 }

@@ -58,4 +58,11 @@ bool proto_read_i32(const struct token *t, int64_t *out);
 /* memcached's safe_strtoll(): a signed 64-bit number. */
 bool proto_read_i64(const struct token *t, int64_t *out);
 
+/*
+ * memcached's safe_strtod(): a number as strtod() reads it, to the end of
+ * the word, in range. A word of 64 bytes or more is refused. Returns
+ * false if the word is not such a number; `*out` is then unchanged.
+ */
+bool proto_read_double(const struct token *t, double *out);
+
 #endif

@@ -54,6 +54,8 @@ enum reply_code {
     REPLY_NO_SHUTDOWN,     /* ERROR: shutdown not enabled */
     REPLY_MEMLIMIT_TOO_SMALL, /* cache_memlimit under 8 */
     REPLY_MEMLIMIT_NOT_BYTES, /* cache_memlimit over 10^9 megabytes */
+    REPLY_SLABS_SAME,         /* slabs reassign N N */
+    REPLY_SLABS_BADCLASS,     /* slabs reassign: no such class */
     REPLY_CODE_COUNT
 };
 

@@ -51,6 +51,8 @@ static const struct line code_lines[REPLY_CODE_COUNT] = {
         LINE("MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m"),
     [REPLY_MEMLIMIT_NOT_BYTES] =
         LINE("MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes"),
+    [REPLY_SLABS_SAME] = LINE("SAME src and dst class are identical"),
+    [REPLY_SLABS_BADCLASS] = LINE("BADCLASS invalid src or dst class id"),
 };
 
 static const struct line error_lines[PROTO_ERR_COUNT] = {

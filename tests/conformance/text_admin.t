@@ -1,7 +1,7 @@
 # Text protocol: memcached's administrative commands that clients send
-# (stats detail, cache_memlimit, shutdown, bget), with memcached 1.6.18's
-# replies. Found missing in kurad by tools/difffuzz and by memcached's own
-# t/ files.
+# (stats detail, cache_memlimit, slabs, shutdown, bget), with memcached
+# 1.6.18's replies. Found missing in kurad by tools/difffuzz and by
+# memcached's own t/ files.
 
 send "flush_all\r\nstats reset\r\n"
 expect "OK\r\nRESET\r\n"
@@ -64,3 +64,36 @@ expect "ERROR: shutdown not enabled\r\n"
 # bget: memcached's old name for get.
 send "bget adm:a\r\n"
 expect "VALUE adm:a 0 1\r\nx\r\nEND\r\n"
+
+# slabs: memcached's slab page mover. automove is acknowledged with
+# memcached's answers to each shape (memcached's t/strtol-testing.t sends
+# "slabs automove invalid"); kura has no slab classes to reassign between.
+send "slabs automove invalid\r\n"
+expect "CLIENT_ERROR bad command line format\r\n"
+send "slabs automove -1\r\n"
+expect "CLIENT_ERROR bad command line format\r\n"
+send "slabs automove 1\r\n"
+expect "OK\r\n"
+send "slabs automove 0\r\n"
+expect "OK\r\n"
+send "slabs automove 3\r\n"
+expect "ERROR\r\n"
+send "slabs automove\r\n"
+expect "ERROR\r\n"
+send "slabs automove ratio 0.5\r\n"
+expect "OK\r\n"
+send "slabs automove ratio x\r\n"
+expect "ERROR\r\n"
+send "slabs automove ratio\r\n"
+expect "ERROR\r\n"
+send "slabs automove 1 noreply\r\nslabs automove x noreply\r\nslabs automove 9 noreply\r\n"
+send "slabs reassign 1 1\r\n"
+expect "SAME src and dst class are identical\r\n"
+send "slabs reassign -1 5\r\n"
+expect "BADCLASS invalid src or dst class id\r\n"
+send "slabs reassign a b\r\n"
+expect "CLIENT_ERROR bad command line format\r\n"
+send "slabs reassign 1 2 noreply\r\n"
+expect "ERROR\r\n"
+send "slabs sideways\r\n"
+expect "ERROR\r\n"

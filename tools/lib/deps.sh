@@ -44,12 +44,13 @@ KURA_BUILD_PACKAGES="gcc make autoconf automake pkg-config
 # (memcached); the runner of the clients' own suites (pytest, six); the
 # SASL PLAIN plugin the clients authenticate with (libsasl2-modules, only
 # a Recommends of theirs, which an install without recommends leaves
-# out); openssl for the TLS tests' certificates.
+# out); openssl for the TLS tests' certificates; perl and IO::Socket::SSL
+# for memcached's own t/ files (tests/memcached-t).
 KURA_TEST_PACKAGES="libmemcached-tools python3 python3-pymemcache
     libcache-memcached-fast-perl python3-pylibmc python3-binary-memcached
     ruby ruby-dalli php-cli php-memcached fuse3 libfuse3-dev curl
     iproute2 keepalived nutcracker memcached python3-pytest python3-six
-    libsasl2-modules openssl"
+    libsasl2-modules openssl perl libio-socket-ssl-perl"
 
 # Programs some tests use when the distribution has them, skipped (77)
 # otherwise: promtool (prometheus) for the alert rules, and the memcached
