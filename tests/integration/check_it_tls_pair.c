@@ -219,7 +219,7 @@ START_TEST(test_pair_failover_resync_backup)
                                                       _at("ack2"), NULL,
                                                       "4")), 0);
     struct stat_at_least more = {pa.port, "cmd_set", 4000};
-    ck_assert(harness_wait_for(_stat_reaches, &more, 20000));
+    ck_assert(harness_wait_for(_stat_reaches, &more, 60000));
     kura_kill9(&pa);
     ck_assert_int_ne(harness_tool_finish(&load, 60000), 0); /* cut off */
     ck_assert_ptr_nonnull(strstr(load.out, "ops "));
