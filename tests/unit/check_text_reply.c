@@ -1,6 +1,6 @@
 /*
  * Unit tests: the text-protocol reply reader the tools share
- * (tools/text_reply.h): lines, value blocks with and without cas, items
+ * (tools/kura/text_reply.h): lines, value blocks with and without cas, items
  * split anywhere, and the framing errors that must stop a reader.
  */
 #include <check.h>
