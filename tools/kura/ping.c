@@ -11,12 +11,14 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "adminconn.h"
 #include "tlsopt.h"
+#include "util.h"
 
 #define PING_REPLY_MAX (256 << 10)
 
@@ -47,6 +49,7 @@ ping_cmd(int argc, char **argv)
     const char *auth = NULL;
     long timeout_ms = 2000;
     bool quiet = false;
+    uint64_t v;
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -56,11 +59,13 @@ ping_cmd(int argc, char **argv)
         case 'a': auth = optarg; break;
         case 'q': quiet = true; break;
         case 't':
-            timeout_ms = strtol(optarg, NULL, 10);
-            if (timeout_ms <= 0) {
+            /* Digits only, 1 ms to an hour, as kura stats takes them. */
+            if (!util_parse_uint(optarg, strlen(optarg), 3600000, &v) ||
+                v == 0) {
                 _usage(stderr);
                 return PING_USAGE;
             }
+            timeout_ms = (long)v;
             break;
         default:
             if (!tlsopt_parse(&tlsopt, ch, optarg)) {
