@@ -418,7 +418,7 @@ static void
 _queue_set(struct bench *b, struct bconn *c, const char *key, size_t klen,
            uint64_t seq)
 {
-    enum bench_proto proto = b->o->proto;
+    enum client_proto proto = b->o->proto;
     /* A sequence number wider than the value widens just that value. */
     size_t vsize = b->value_size;
     if (seq != 0 && _dec_len(seq) > vsize) {

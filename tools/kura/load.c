@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "pipeconn.h"
-#include "text_reply.h"
+#include "client_reply.h"
 #include "tlsopt.h"
 #include "util.h"
 
@@ -296,19 +296,20 @@ _parse_replies(struct loader *ld, struct lconn *c)
     size_t off = 0;
     int rc = 0;
     while (c->inflight > 0) {
-        struct text_reply r;
-        enum text_reply_kind k = text_reply_next(
-            c->pc.in + off, c->pc.in_len - off, RBUF_SIZE, &r);
-        if (k == TEXT_REPLY_MORE) {
+        struct client_reply r;
+        enum client_reply_kind k = client_reply_next(
+            CLIENT_PROTO_TEXT, c->pc.in + off, c->pc.in_len - off, RBUF_SIZE,
+            &r);
+        if (k == CLIENT_REPLY_MORE) {
             break;
         }
-        if (k == TEXT_REPLY_BAD) {
+        if (k == CLIENT_REPLY_BAD) {
             fprintf(stderr, "kura load: garbled reply\n");
             rc = -1;
             break;
         }
         uint64_t lineno = c->lineno[c->head];
-        if (k == TEXT_REPLY_LINE && text_reply_is(&r, "STORED")) {
+        if (k == CLIENT_REPLY_LINE && client_reply_is(&r, "STORED")) {
             ld->r->stored++;
         } else {
             _error(ld, lineno, "", r.line, r.line_len);

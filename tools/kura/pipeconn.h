@@ -2,7 +2,7 @@
  * pipeconn: a pipelined client connection, as `kura load` and `kura
  * verify` drive several from one thread. Requests are queued at the end
  * of an output buffer and sent as the socket takes them; replies are read
- * into an input buffer that the caller parses (text_reply.h) and consumes
+ * into an input buffer that the caller parses (client_reply.h) and consumes
  * from the front.
  *
  * The socket is non-blocking: the caller polls it, for writing only while

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "pipeconn.h"
-#include "text_reply.h"
+#include "client_reply.h"
 #include "tlsopt.h"
 #include "util.h"
 
@@ -470,18 +470,18 @@ _parse_replies(struct vrun *v, struct vconn *c)
     while (c->qlen > 0) {
         const char *start = c->pc.in + off;
         size_t avail = c->pc.in_len - off;
-        struct text_reply r;
-        enum text_reply_kind k = text_reply_next(start, avail,
-                                                 VERIFY_RBUF_MAX, &r);
-        if (k == TEXT_REPLY_MORE) {
+        struct client_reply r;
+        enum client_reply_kind k = client_reply_next(
+            CLIENT_PROTO_TEXT, start, avail, VERIFY_RBUF_MAX, &r);
+        if (k == CLIENT_REPLY_MORE) {
             break;
         }
-        if (k == TEXT_REPLY_LINE && text_reply_is(&r, "END")) {
+        if (k == CLIENT_REPLY_LINE && client_reply_is(&r, "END")) {
             _on_end(v, c);
             off += r.len;
             continue;
         }
-        if (k != TEXT_REPLY_VALUE) {
+        if (k != CLIENT_REPLY_VALUE) {
             const char *nl = memchr(start, '\n', avail);
             size_t line = (size_t)(nl - start);
             snprintf(v->r->error, sizeof(v->r->error),
