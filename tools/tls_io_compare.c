@@ -35,6 +35,7 @@
 #include <netinet/tcp.h>
 #include <openssl/ssl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@
 #include <unistd.h>
 
 #include "tls.h"
+#include "util.h"
 
 #define BUF_CAP 65536
 
@@ -75,10 +77,13 @@ _serve(struct cx *c)
         size_t line = (size_t)(nl - (c->in + off)) + 1;
         if (strncmp(c->in + off, "set ", 4) == 0) {
             /* set <key> <flags> <exptime> <bytes>: the data follows */
-            unsigned long bytes = 0;
+            uint64_t bytes = 0;
             const char *sp = memrchr(c->in + off, ' ', line);
-            if (sp != NULL) {
-                bytes = strtoul(sp + 1, NULL, 10);
+            size_t bare = line - (line >= 2 && nl[-1] == '\r' ? 2 : 1);
+            if (sp != NULL &&
+                !util_parse_uint(sp + 1, (size_t)(c->in + off + bare - sp - 1),
+                                 (uint64_t)1 << 30, &bytes)) {
+                bytes = 0;
             }
             if (c->in_len - off < line + bytes + 2) {
                 break;
@@ -242,11 +247,17 @@ main(int argc, char **argv)
         fprintf(stderr, "cannot load %s/%s\n", argv[3], argv[4]);
         return 1;
     }
+    uint64_t port;
+    if (!util_parse_uint(argv[2], strlen(argv[2]), 65535, &port) ||
+        port == 0) {
+        fprintf(stderr, "tls_io_compare: PORT is 1 to 65535\n");
+        return 2;
+    }
     base = event_base_new();
     struct sockaddr_in sin = {0};
     sin.sin_family = AF_INET;
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sin.sin_port = htons((uint16_t)atoi(argv[2]));
+    sin.sin_port = htons((uint16_t)port);
     struct evconnlistener *l = evconnlistener_new_bind(
         base, _accept, NULL, LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE, 4096,
         (struct sockaddr *)&sin, sizeof(sin));

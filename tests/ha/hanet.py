@@ -65,7 +65,7 @@ def binaries():
               os.path.join(TOP, "build")):
         if d and os.access(os.path.join(d, "src/kurad"), os.X_OK):
             return (os.path.join(d, "src/kurad"),
-                    os.path.join(d, "tools/kura"))
+                    os.path.join(d, "tools/kura/kura"))
     raise Failure("no kurad built: set KURA_BUILD_DIR")
 
 

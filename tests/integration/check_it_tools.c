@@ -568,6 +568,30 @@ START_TEST(test_bench_refuses_malformed_numbers)
     ck_assert_ptr_nonnull(strstr(t.err, "--port: bad value '19x78'"));
     _run(&t, (const char *const[]){"bench", "--duration", "0.5s", NULL}, 2);
     _run(&t, (const char *const[]){"bench", "--reads", "101", NULL}, 2);
+    /* strtod() alone took exponents, hexadecimal and leading spaces. */
+    _run(&t, (const char *const[]){"bench", "--duration", "1e1", NULL}, 2);
+    _run(&t, (const char *const[]){"bench", "--zipf", "0x0.8p0", NULL}, 2);
+    _run(&t, (const char *const[]){"bench", "--warmup", " 1", NULL}, 2);
+}
+END_TEST
+
+/* kura ping parses --timeout strictly: "500ms" was read as 500 and the
+ * ping went ahead; now it is a usage error (3), as "0" always was. */
+START_TEST(test_ping_refuses_malformed_timeout)
+{
+    char port[16];
+    struct harness_tool t;
+    snprintf(port, sizeof(port), "%d", k.port);
+    _run(&t, (const char *const[]){"ping", "--port", port, "--timeout",
+                                   "500ms", NULL},
+         3);
+    ck_assert_ptr_nonnull(strstr(t.err, "usage: kura ping"));
+    _run(&t, (const char *const[]){"ping", "--port", port, "--timeout", "-5",
+                                   NULL},
+         3);
+    _run(&t, (const char *const[]){"ping", "--port", port, "--timeout", "500",
+                                   NULL},
+         0);
 }
 END_TEST
 
@@ -589,6 +613,7 @@ tools_suite(void)
     tcase_add_test(tc, test_check_sound_file_and_missing_file);
     tcase_add_test(tc, test_check_refuses_a_database_in_use);
     tcase_add_test(tc, test_bench_refuses_malformed_numbers);
+    tcase_add_test(tc, test_ping_refuses_malformed_timeout);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

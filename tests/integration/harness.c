@@ -590,7 +590,7 @@ harness_tool_spawn(struct harness_tool *t, const char *const *args)
 
     memset(t, 0, sizeof(*t));
     t->out_fd = t->err_fd = -1;
-    argv[n++] = tool != NULL ? tool : "tools/kura";
+    argv[n++] = tool != NULL ? tool : "tools/kura/kura";
     for (int i = 0; args[i] != NULL && n <= HARNESS_MAX_ARGS; i++) {
         argv[n++] = args[i];
     }

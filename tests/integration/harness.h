@@ -163,7 +163,7 @@ struct harness_tool {
 };
 
 /*
- * Starts $KURA_TOOL (default tools/kura) with `args` (NULL terminated,
+ * Starts $KURA_TOOL (default tools/kura/kura) with `args` (NULL terminated,
  * without argv[0]), its standard output and error captured apart. The run
  * is killed if the test process dies. Returns 0, or -1 if it could not be
  * started.

@@ -1598,7 +1598,7 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kurad", default=os.path.join(REPO, "build", "src", "kurad"))
-    ap.add_argument("--kura", default=os.path.join(REPO, "build", "tools", "kura"))
+    ap.add_argument("--kura", default=os.path.join(REPO, "build", "tools", "kura", "kura"))
     ap.add_argument("--crashfs",
                     default=os.path.join(REPO, "build", "tests", "crashfs", "crashfs"),
                     help="crashfs binary, built by the caller (default %(default)s)")

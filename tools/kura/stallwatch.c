@@ -2,9 +2,9 @@
  * stallwatch: `kura stallwatch`, the seed 004 freeze test (see
  * stallwatch.h).
  *
- * Both connections use plain blocking I/O, one request at a time: the
- * point is to see each operation's own latency, which a pipelined or
- * event-driven client would blur. The prober runs on its own thread so
+ * Both connections (client.h) wait for each reply, one request at a
+ * time: the point is to see each operation's own latency, which a
+ * pipelined or event-driven client would blur. The prober runs on its own thread so
  * that a server stalling every connection shows up on both, while one
  * that only stalls writers leaves the probe fast.
  */
@@ -13,16 +13,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "hist.h"
-#include "netio.h"
+#include "client.h"
 #include "tlsopt.h"
 #include "util.h"
 
@@ -104,44 +102,33 @@ _report_error(struct watch *w, const char *what, uint64_t index,
 
 /*
  * Sends `len` bytes of `req` and reads one reply line into `reply`
- * (NUL-terminated, "\r\n" kept). Returns 0, or -1 on timeout, EOF or
- * error with a reason in `reply`.
+ * (NUL-terminated, "\r\n" kept), within OP_TIMEOUT_MS. Returns 0, or -1
+ * on timeout, EOF or error with a reason in `reply`.
  */
 static int
-_roundtrip(struct netio_stream *io, const char *req, size_t len, char *reply)
+_roundtrip(struct client *c, const char *req, size_t len, char *reply)
 {
-    size_t got = 0;
-
-    if (netio_stream_send_all(io, req, len, OP_TIMEOUT_MS) != 0) {
+    client_set_timeout(c, OP_TIMEOUT_MS);
+    client_append(c, req, len);
+    if (client_send_wait(c) != 0) {
         snprintf(reply, REPLY_CAP, "send: %s", strerror(errno));
         return -1;
     }
-    for (;;) {
-        int ready = netio_stream_wait_readable(io, OP_TIMEOUT_MS);
-        if (ready <= 0) {
-            snprintf(reply, REPLY_CAP, "%s", ready == 0
-                     ? "no reply within 60 s" : strerror(errno));
-            return -1;
-        }
-        ssize_t n = netio_stream_recv(io, reply + got, REPLY_CAP - 1 - got);
-        if (n <= 0) {
-            if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
-                continue;
-            }
-            snprintf(reply, REPLY_CAP, "%s",
-                     n == 0 ? "connection closed" : strerror(errno));
-            return -1;
-        }
-        got += (size_t)n;
-        reply[got] = '\0';
-        if (memchr(reply, '\n', got) != NULL) {
-            return 0;
-        }
-        if (got == REPLY_CAP - 1) {
-            snprintf(reply, REPLY_CAP, "reply line too long");
-            return -1;
-        }
+    struct client_reply r;
+    enum client_reply_kind k = client_next(c, 0, CLIENT_PROTO_TEXT, 0, &r);
+    if (k != CLIENT_REPLY_LINE) {
+        snprintf(reply, REPLY_CAP, "%s",
+                 k != CLIENT_REPLY_MORE   ? "unexpected value"
+                 : errno == ETIMEDOUT     ? "no reply within 60 s"
+                 : errno == ENOBUFS       ? "reply line too long"
+                 : errno == 0             ? "connection closed"
+                                          : strerror(errno));
+        return -1;
     }
+    memcpy(reply, r.line, r.len);
+    reply[r.len] = '\0';
+    client_consume(c, r.len);
+    return 0;
 }
 
 static void *
@@ -152,8 +139,12 @@ _probe_main(void *arg)
     const char req[] = "version\r\n";
     char reply[REPLY_CAP];
     char why[512];
-    struct netio_stream io = {.fd = -1};
+    char port[16];
+    struct client io;
     uint64_t due = w->started_ns;  /* the first probe goes out at once */
+
+    client_init(&io, REPLY_CAP - 1, REPLY_CAP - 1);
+    snprintf(port, sizeof(port), "%d", w->o->port);
 
     util_thread_name("stallprobe");
     pthread_mutex_lock(&w->lock);
@@ -172,14 +163,14 @@ _probe_main(void *arg)
 
         uint64_t index = p->probes + p->errors + 1;
         if (io.fd < 0) {
-            netio_stream_connect(&io, w->o->host, w->o->port, w->o->tls,
-                                 5000, why, sizeof(why));
+            client_open(&io, w->o->host, port, 5000, w->o->tls, why,
+                        sizeof(why));
         }
         uint64_t start = _now_ns();
         if (io.fd < 0 || _roundtrip(&io, req, sizeof(req) - 1, reply) != 0) {
             p->errors++;
             _report_error(w, "probe", index, io.fd < 0 ? why : reply);
-            netio_stream_close(&io);
+            client_disconnect(&io);
         } else {
             uint64_t us = (_now_ns() - start) / 1000;
             if (strncmp(reply, "VERSION ", 8) != 0) {
@@ -202,13 +193,13 @@ _probe_main(void *arg)
         pthread_mutex_lock(&w->lock);
     }
     pthread_mutex_unlock(&w->lock);
-    netio_stream_close(&io);
+    client_close(&io);
     return NULL;
 }
 
 /* The insert loop, on the calling thread. Returns its error count. */
 static uint64_t
-_insert_all(struct watch *w, struct netio_stream *io, struct hist *h,
+_insert_all(struct watch *w, struct client *io, struct hist *h,
             uint64_t *stored)
 {
     const struct stallwatch_opts *o = w->o;
@@ -267,11 +258,15 @@ stallwatch_run(const struct stallwatch_opts *o, struct stallwatch_result *r,
     if (h == NULL) {
         return -1;
     }
-    struct netio_stream io;
+    struct client io;
     char why[512];
-    if (netio_stream_connect(&io, o->host, o->port, o->tls, 5000, why,
-                             sizeof(why)) != 0) {
+    char port[16];
+    client_init(&io, REPLY_CAP - 1, REPLY_CAP - 1);
+    snprintf(port, sizeof(port), "%d", o->port);
+    if (client_open(&io, o->host, port, 5000, o->tls, why, sizeof(why)) !=
+        0) {
         fprintf(stderr, "stallwatch: %s\n", why);
+        client_close(&io);
         free(h);
         return -1;
     }
@@ -294,7 +289,7 @@ stallwatch_run(const struct stallwatch_opts *o, struct stallwatch_result *r,
 
     r->errors += _insert_all(&w, &io, h, &r->inserts);
     uint64_t elapsed = _now_ns() - w.started_ns;
-    netio_stream_close(&io);
+    client_close(&io);
 
     pthread_mutex_lock(&w.lock);
     w.stop = true;

@@ -22,8 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pipeconn.h"
-#include "text_reply.h"
+#include "client.h"
+#include "client_reply.h"
 #include "tlsopt.h"
 #include "util.h"
 
@@ -67,7 +67,7 @@ struct batch {
 };
 
 struct vconn {
-    struct pipeconn pc;
+    struct client pc;
     struct batch q[VERIFY_DEPTH];   /* gets sent, oldest first */
     int qhead;
     int qlen;
@@ -358,17 +358,17 @@ _queue_batch(struct vrun *v, struct vconn *c)
         c->at = bt->start;
         c->accounted = 0;
     }
-    pipeconn_append(&c->pc, "get", 3);
+    client_append(&c->pc, "get", 3);
     while (bt->count < VERIFY_BATCH && !v->exhausted) {
-        char *p = pipeconn_reserve(&c->pc, KEY_MAX_LEN + 4);
+        char *p = client_reserve(&c->pc, KEY_MAX_LEN + 4);
         p[0] = ' ';
         _format_key(v->a, v->next.row, v->next.n, p + 1);
-        pipeconn_commit(&c->pc, 1 + strlen(p + 1));
+        client_commit(&c->pc, 1 + strlen(p + 1));
         bt->count++;
         v->next.n++;
         v->exhausted = !_seek(v->a, &v->next);
     }
-    pipeconn_append(&c->pc, "\r\n", 2);
+    client_append(&c->pc, "\r\n", 2);
     c->qlen++;
 }
 
@@ -470,18 +470,18 @@ _parse_replies(struct vrun *v, struct vconn *c)
     while (c->qlen > 0) {
         const char *start = c->pc.in + off;
         size_t avail = c->pc.in_len - off;
-        struct text_reply r;
-        enum text_reply_kind k = text_reply_next(start, avail,
-                                                 VERIFY_RBUF_MAX, &r);
-        if (k == TEXT_REPLY_MORE) {
+        struct client_reply r;
+        enum client_reply_kind k = client_reply_next(
+            CLIENT_PROTO_TEXT, start, avail, VERIFY_RBUF_MAX, &r);
+        if (k == CLIENT_REPLY_MORE) {
             break;
         }
-        if (k == TEXT_REPLY_LINE && text_reply_is(&r, "END")) {
+        if (k == CLIENT_REPLY_LINE && client_reply_is(&r, "END")) {
             _on_end(v, c);
             off += r.len;
             continue;
         }
-        if (k != TEXT_REPLY_VALUE) {
+        if (k != CLIENT_REPLY_VALUE) {
             const char *nl = memchr(start, '\n', avail);
             size_t line = (size_t)(nl - start);
             snprintf(v->r->error, sizeof(v->r->error),
@@ -499,7 +499,7 @@ _parse_replies(struct vrun *v, struct vconn *c)
         }
         off += r.len;
     }
-    pipeconn_consume(&c->pc, off);
+    client_consume(&c->pc, off);
     return rc;
 }
 
@@ -507,7 +507,7 @@ static int
 _on_readable(struct vrun *v, struct vconn *c)
 {
     do {
-        ssize_t n = pipeconn_fill(&c->pc);
+        ssize_t n = client_fill(&c->pc);
         if (n == 0) {
             return 0;
         }
@@ -523,14 +523,14 @@ _on_readable(struct vrun *v, struct vconn *c)
         if (_parse_replies(v, c) != 0) {
             return -1;
         }
-    } while (pipeconn_buffered(&c->pc)); /* TLS: read, not signalled */
+    } while (client_buffered(&c->pc)); /* TLS: read, not signalled */
     return 0;
 }
 
 static int
 _on_writable(struct vrun *v, struct vconn *c)
 {
-    if (pipeconn_flush(&c->pc) < 0) {
+    if (client_flush(&c->pc) < 0) {
         snprintf(v->r->error, sizeof(v->r->error), "send: %s",
                  strerror(errno));
         return -1;
@@ -552,7 +552,7 @@ _drive(struct vrun *v, struct vconn *conns, int nconns)
             }
             pfd[i].fd = conns[i].pc.fd;
             pfd[i].events = POLLIN;
-            if (pipeconn_pending(&conns[i].pc) > 0) {
+            if (client_pending(&conns[i].pc) > 0) {
                 pfd[i].events |= POLLOUT;
             }
             busy = busy || conns[i].qlen > 0;
@@ -595,13 +595,14 @@ verify_server(const struct verify_acks *a, const char *host, int port,
     memset(conns, 0, sizeof(conns));
     r->keys = a->keys;
     for (int i = 0; i < VERIFY_CONNS; i++) {
-        conns[i].pc.fd = -1;
+        client_init(&conns[i].pc, VERIFY_RBUF_INITIAL, VERIFY_RBUF_MAX);
     }
+    char service[16];
+    snprintf(service, sizeof(service), "%d", port);
     for (int i = 0; i < VERIFY_CONNS; i++) {
         char why[512];
-        if (pipeconn_open(&conns[i].pc, host, port, 5000,
-                          VERIFY_RBUF_INITIAL, VERIFY_RBUF_MAX, tls, why,
-                          sizeof(why)) != 0) {
+        if (client_open(&conns[i].pc, host, service, 5000, tls, why,
+                        sizeof(why)) != 0) {
             snprintf(r->error, sizeof(r->error), "%s", why);
             rc = -1;
             break;
@@ -611,7 +612,7 @@ verify_server(const struct verify_acks *a, const char *host, int port,
         rc = _drive(&v, conns, VERIFY_CONNS);
     }
     for (int i = 0; i < VERIFY_CONNS; i++) {
-        pipeconn_close(&conns[i].pc);
+        client_close(&conns[i].pc);
     }
     r->failed = rc != 0;
     return rc;

@@ -24,8 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pipeconn.h"
-#include "text_reply.h"
+#include "client.h"
+#include "client_reply.h"
 #include "tlsopt.h"
 #include "util.h"
 
@@ -40,7 +40,7 @@
 #define GEN_SPREAD_S (30 * 86400)        /* last-login times: 30 days */
 
 struct lconn {
-    struct pipeconn pc;
+    struct client pc;
     uint64_t *lineno;        /* ring of `window`: line of each set in flight */
     int head;
     int inflight;
@@ -229,7 +229,7 @@ _arm(struct loader *ld, struct lconn *c, bool out)
 static int
 _flush(struct loader *ld, struct lconn *c)
 {
-    int rc = pipeconn_flush(&c->pc);
+    int rc = client_flush(&c->pc);
     if (rc < 0) {
         fprintf(stderr, "kura load: send: %s\n", strerror(errno));
         return -1;
@@ -246,11 +246,11 @@ _queue(struct loader *ld, struct lconn *c, const struct record *rec)
     int hl = snprintf(head, sizeof(head), "set %.*s 0 %" PRId64 " %zu\r\n",
                       (int)rec->klen, rec->key, ld->o->exptime, rec->vlen);
     size_t need = (size_t)hl + rec->vlen + 2;
-    char *p = pipeconn_reserve(&c->pc, need);
+    char *p = client_reserve(&c->pc, need);
     memcpy(p, head, (size_t)hl);
     memcpy(p + hl, rec->value, rec->vlen);
     memcpy(p + (size_t)hl + rec->vlen, "\r\n", 2);
-    pipeconn_commit(&c->pc, need);
+    client_commit(&c->pc, need);
     c->lineno[(c->head + c->inflight) % ld->o->window] = rec->lineno;
     c->inflight++;
     ld->r->records++;
@@ -270,7 +270,7 @@ _feed(struct loader *ld)
         struct lconn *c = &ld->conns[util_hash(rec->key, rec->klen) %
                                      (uint64_t)ld->o->conns];
         if (c->inflight == ld->o->window ||
-            pipeconn_pending(&c->pc) >= WBUF_HIGH) {
+            client_pending(&c->pc) >= WBUF_HIGH) {
             break;
         }
         _queue(ld, c, rec);
@@ -280,7 +280,7 @@ _feed(struct loader *ld)
         return -1;
     }
     for (int i = 0; i < ld->o->conns; i++) {
-        if (pipeconn_pending(&ld->conns[i].pc) > 0 &&
+        if (client_pending(&ld->conns[i].pc) > 0 &&
             !ld->conns[i].want_out && _flush(ld, &ld->conns[i]) != 0) {
             return -1;
         }
@@ -296,19 +296,20 @@ _parse_replies(struct loader *ld, struct lconn *c)
     size_t off = 0;
     int rc = 0;
     while (c->inflight > 0) {
-        struct text_reply r;
-        enum text_reply_kind k = text_reply_next(
-            c->pc.in + off, c->pc.in_len - off, RBUF_SIZE, &r);
-        if (k == TEXT_REPLY_MORE) {
+        struct client_reply r;
+        enum client_reply_kind k = client_reply_next(
+            CLIENT_PROTO_TEXT, c->pc.in + off, c->pc.in_len - off, RBUF_SIZE,
+            &r);
+        if (k == CLIENT_REPLY_MORE) {
             break;
         }
-        if (k == TEXT_REPLY_BAD) {
+        if (k == CLIENT_REPLY_BAD) {
             fprintf(stderr, "kura load: garbled reply\n");
             rc = -1;
             break;
         }
         uint64_t lineno = c->lineno[c->head];
-        if (k == TEXT_REPLY_LINE && text_reply_is(&r, "STORED")) {
+        if (k == CLIENT_REPLY_LINE && client_reply_is(&r, "STORED")) {
             ld->r->stored++;
         } else {
             _error(ld, lineno, "", r.line, r.line_len);
@@ -317,7 +318,7 @@ _parse_replies(struct loader *ld, struct lconn *c)
         c->inflight--;
         off += r.len;
     }
-    pipeconn_consume(&c->pc, off);
+    client_consume(&c->pc, off);
     return rc;
 }
 
@@ -327,7 +328,7 @@ static int
 _on_readable(struct loader *ld, struct lconn *c)
 {
     do {
-        ssize_t n = pipeconn_fill(&c->pc);
+        ssize_t n = client_fill(&c->pc);
         if (n == 0) {
             return 0;
         }
@@ -345,7 +346,7 @@ _on_readable(struct loader *ld, struct lconn *c)
         if (_parse_replies(ld, c) != 0) {
             return -1;
         }
-    } while (pipeconn_buffered(&c->pc));
+    } while (client_buffered(&c->pc));
     return 0;
 }
 
@@ -357,8 +358,10 @@ _connect_all(struct loader *ld)
         struct lconn *c = &ld->conns[i];
         c->lineno = _xrealloc(NULL, (size_t)o->window * sizeof(uint64_t));
         char why[512];
-        if (pipeconn_open(&c->pc, o->host, o->port, 5000, RBUF_SIZE,
-                          RBUF_SIZE, o->tls, why, sizeof(why)) != 0) {
+        char port[16];
+        snprintf(port, sizeof(port), "%d", o->port);
+        if (client_open(&c->pc, o->host, port, 5000, o->tls, why,
+                        sizeof(why)) != 0) {
             fprintf(stderr, "kura load: %s\n", why);
             return -1;
         }
@@ -440,7 +443,7 @@ load_run(const struct load_opts *o, struct load_result *r)
         goto out;
     }
     for (int i = 0; i < o->conns; i++) {
-        ld.conns[i].pc.fd = -1;
+        client_init(&ld.conns[i].pc, RBUF_SIZE, RBUF_SIZE);
     }
     ld.ep = epoll_create1(EPOLL_CLOEXEC);
     uint64_t started = _now_ns();
@@ -455,7 +458,7 @@ load_run(const struct load_opts *o, struct load_result *r)
 out:
     if (ld.conns != NULL) {
         for (int i = 0; i < o->conns; i++) {
-            pipeconn_close(&ld.conns[i].pc);
+            client_close(&ld.conns[i].pc);
             free(ld.conns[i].lineno);
         }
         free(ld.conns);

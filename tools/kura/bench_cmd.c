@@ -54,13 +54,38 @@ _int(const char *s, int max, int *out)
     return true;
 }
 
+/*
+ * A plain decimal: digits, then at most one '.' and more digits ("10",
+ * "0.5"). No sign, spaces, exponent, hexadecimal, "inf" or "nan", which
+ * strtod() alone would take.
+ */
+static bool
+_decimal(const char *s, double *out)
+{
+    size_t i = strspn(s, "0123456789");
+    if (i == 0 || i > 15) {
+        return false;
+    }
+    if (s[i] == '.') {
+        size_t f = strspn(s + i + 1, "0123456789");
+        if (f == 0 || f > 15) {
+            return false;
+        }
+        i += 1 + f;
+    }
+    if (s[i] != '\0') {
+        return false;
+    }
+    *out = strtod(s, NULL);
+    return true;
+}
+
 /* A positive duration in seconds, fractions allowed ("0.5"). */
 static bool
 _seconds(const char *s, double *out)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end != '\0' || !(v > 0) || v > 86400.0 * 365) {
+    double v;
+    if (!_decimal(s, &v) || !(v > 0) || v > 86400.0 * 365) {
         return false;
     }
     *out = v;
@@ -159,14 +184,10 @@ bench_cmd(int argc, char **argv)
             break;
         case 'M': ok = _int(optarg, 1000, &o.multiget) && o.multiget >= 1;
             break;
-        case 'Z': {
+        case 'Z':
             /* 1 itself has no closed form in Gray et al.'s method. */
-            char *end;
-            o.zipf = strtod(optarg, &end);
-            ok = end != optarg && *end == '\0' && o.zipf > 0 &&
-                 o.zipf < 1;
+            ok = _decimal(optarg, &o.zipf) && o.zipf > 0 && o.zipf < 1;
             break;
-        }
         case 'F': ok = _u64(optarg, &o.fresh_from); o.fresh = true; break;
         case 'W': ok = _seconds(optarg, &o.warmup_s); break;
         case 'R': resume = false; break;

@@ -10,18 +10,20 @@
  * that one refused key does not shift every later reply. In text an error
  * line ends a get's reply, as it does in memcached.
  *
- * Binary frames are big-endian: magic (0x80 request, 0x81 response),
- * opcode, key length (2), extras length, data type, vbucket or status
- * (2), body length (4), opaque (4), cas (8), then extras, key and value.
+ * Replies are read item by item by client_reply.h, the decoder every kura
+ * command shares; this file only says which items a request expects.
+ *
+ * Binary requests are big-endian: magic (0x80), opcode, key length (2),
+ * extras length, data type, vbucket (2), body length (4), opaque (4), cas
+ * (8), then extras, key and value.
  */
 #include "bench_wire.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#define BIN_HEADER 24
+#define BIN_HEADER CLIENT_REPLY_BIN_HEADER
 #define BIN_REQUEST 0x80
-#define BIN_RESPONSE 0x81
 #define BIN_GET 0x00
 #define BIN_SET 0x01
 #define BIN_QUITQ 0x17
@@ -34,11 +36,11 @@
 static const char *const NAMES[] = {"text", "binary", "meta"};
 
 bool
-bench_wire_proto_parse(const char *s, enum bench_proto *out)
+bench_wire_proto_parse(const char *s, enum client_proto *out)
 {
     for (size_t i = 0; i < sizeof(NAMES) / sizeof(NAMES[0]); i++) {
         if (strcmp(s, NAMES[i]) == 0) {
-            *out = (enum bench_proto)i;
+            *out = (enum client_proto)i;
             return true;
         }
     }
@@ -46,7 +48,7 @@ bench_wire_proto_parse(const char *s, enum bench_proto *out)
 }
 
 const char *
-bench_wire_proto_name(enum bench_proto p)
+bench_wire_proto_name(enum client_proto p)
 {
     return NAMES[p];
 }
@@ -65,21 +67,6 @@ _put_be32(char *p, uint32_t v)
     p[1] = (char)(v >> 16);
     p[2] = (char)(v >> 8);
     p[3] = (char)v;
-}
-
-static uint32_t
-_be16(const char *p)
-{
-    const unsigned char *u = (const unsigned char *)p;
-    return (uint32_t)u[0] << 8 | u[1];
-}
-
-static uint32_t
-_be32(const char *p)
-{
-    const unsigned char *u = (const unsigned char *)p;
-    return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 |
-           u[3];
 }
 
 /* Writes a request header with zero data type, vbucket, opaque and cas. */
@@ -117,17 +104,17 @@ _line(char *out, const char *a, const char *key, size_t klen, const char *b)
 }
 
 size_t
-bench_wire_set_head(enum bench_proto p, char *out, const char *key,
+bench_wire_set_head(enum client_proto p, char *out, const char *key,
                     size_t klen, size_t vlen)
 {
     switch (p) {
-    case BENCH_PROTO_BINARY: {
+    case CLIENT_PROTO_BINARY: {
         size_t n = _bin_header(out, BIN_SET, klen, 8, 8 + klen + vlen);
         memset(out + n, 0, 8);      /* flags, exptime */
         memcpy(out + n + 8, key, klen);
         return n + 8 + klen;
     }
-    case BENCH_PROTO_META:
+    case CLIENT_PROTO_META:
         return (size_t)sprintf(out, "ms %.*s %zu\r\n", (int)klen, key, vlen);
     default:
         return (size_t)sprintf(out, "set %.*s 0 0 %zu\r\n", (int)klen, key,
@@ -136,9 +123,9 @@ bench_wire_set_head(enum bench_proto p, char *out, const char *key,
 }
 
 size_t
-bench_wire_set_tail(enum bench_proto p, char *out)
+bench_wire_set_tail(enum client_proto p, char *out)
 {
-    if (p == BENCH_PROTO_BINARY) {
+    if (p == CLIENT_PROTO_BINARY) {
         return 0;
     }
     memcpy(out, "\r\n", 2);
@@ -146,12 +133,12 @@ bench_wire_set_tail(enum bench_proto p, char *out)
 }
 
 size_t
-bench_wire_get(enum bench_proto p, char *out, const char *key, size_t klen)
+bench_wire_get(enum client_proto p, char *out, const char *key, size_t klen)
 {
     switch (p) {
-    case BENCH_PROTO_BINARY:
+    case CLIENT_PROTO_BINARY:
         return _bin_key(out, BIN_GET, key, klen);
-    case BENCH_PROTO_META:
+    case CLIENT_PROTO_META:
         return _line(out, "mg ", key, klen, " v\r\n");
     default:
         return _line(out, "get ", key, klen, "\r\n");
@@ -159,9 +146,9 @@ bench_wire_get(enum bench_proto p, char *out, const char *key, size_t klen)
 }
 
 size_t
-bench_wire_mget_begin(enum bench_proto p, char *out)
+bench_wire_mget_begin(enum client_proto p, char *out)
 {
-    if (p == BENCH_PROTO_TEXT) {
+    if (p == CLIENT_PROTO_TEXT) {
         memcpy(out, "get", 3);
         return 3;
     }
@@ -169,13 +156,13 @@ bench_wire_mget_begin(enum bench_proto p, char *out)
 }
 
 size_t
-bench_wire_mget_key(enum bench_proto p, char *out, const char *key,
+bench_wire_mget_key(enum client_proto p, char *out, const char *key,
                     size_t klen)
 {
     switch (p) {
-    case BENCH_PROTO_BINARY:
+    case CLIENT_PROTO_BINARY:
         return _bin_key(out, BIN_GETKQ, key, klen);
-    case BENCH_PROTO_META:
+    case CLIENT_PROTO_META:
         return _line(out, "mg ", key, klen, " v q k\r\n");
     default:
         return _line(out, " ", key, klen, "");
@@ -183,12 +170,12 @@ bench_wire_mget_key(enum bench_proto p, char *out, const char *key,
 }
 
 size_t
-bench_wire_mget_end(enum bench_proto p, char *out)
+bench_wire_mget_end(enum client_proto p, char *out)
 {
     switch (p) {
-    case BENCH_PROTO_BINARY:
+    case CLIENT_PROTO_BINARY:
         return _bin_header(out, BIN_NOOP, 0, 0, 0);
-    case BENCH_PROTO_META:
+    case CLIENT_PROTO_META:
         memcpy(out, "mn\r\n", 4);
         return 4;
     default:
@@ -198,9 +185,9 @@ bench_wire_mget_end(enum bench_proto p, char *out)
 }
 
 size_t
-bench_wire_quit(enum bench_proto p, char *out)
+bench_wire_quit(enum client_proto p, char *out)
 {
-    if (p == BENCH_PROTO_BINARY) {
+    if (p == CLIENT_PROTO_BINARY) {
         return _bin_header(out, BIN_QUITQ, 0, 0, 0);
     }
     memcpy(out, "quit\r\n", 6);
@@ -211,130 +198,69 @@ bench_wire_quit(enum bench_proto p, char *out)
 
 /* Says what was unexpected: the line, without its line end. */
 static void
-_err_line(char *err, size_t errlen, const char *line, size_t len)
+_err_line(char *err, size_t errlen, const struct client_reply *r)
 {
-    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) {
-        len--;
-    }
     snprintf(err, errlen, "unexpected reply: %.*s",
-             (int)(len > 100 ? 100 : len), line);
+             (int)(r->line_len > 100 ? 100 : r->line_len), r->line);
 }
 
 /*
- * Reads the decimal that starts `s` (at most `len` bytes, ending at a
- * space or the line's end). Returns false if there is none or it is over
- * VALUE_MAX.
- */
-static bool
-_dec(const char *s, size_t len, size_t *out)
-{
-    size_t v = 0;
-    size_t i = 0;
-    while (i < len && s[i] >= '0' && s[i] <= '9') {
-        v = v * 10 + (size_t)(s[i] - '0');
-        if (v > VALUE_MAX) {
-            return false;
-        }
-        i++;
-    }
-    if (i == 0 || (i < len && s[i] != ' ' && s[i] != '\r')) {
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
-/*
- * A value block: a header line `line` (of `llen` bytes, at buf[0]) whose
- * length field is at `lenat`, then the data and "\r\n". Sets *total to
- * the block's length. Returns MORE, OK, or LOST (no length, or the data
- * not followed by "\r\n").
+ * Text and meta replies, item by item (client_reply.h). `end` is the line
+ * that completes the reply (STORED or HD for a set; END, EN or MN for a
+ * get).
  */
 static enum bench_wire_status
-_value_block(const char *buf, size_t avail, size_t llen, size_t lenat,
-             size_t *total)
+_lines(enum client_proto p, enum bench_kind kind, const char *buf,
+       size_t len, size_t *used, uint32_t *hits, char *err, size_t errlen)
 {
-    size_t bytes;
-    if (!_dec(buf + lenat, llen - lenat, &bytes)) {
-        return BENCH_WIRE_LOST;
-    }
-    if (avail < llen + bytes + 2) {
-        return BENCH_WIRE_MORE;
-    }
-    if (memcmp(buf + llen + bytes, "\r\n", 2) != 0) {
-        return BENCH_WIRE_LOST;
-    }
-    *total = llen + bytes + 2;
-    return BENCH_WIRE_OK;
-}
-
-/*
- * Text and meta replies, line by line. `end` is the line that completes
- * the reply (STORED or HD for a set; END, EN or MN for a get), `value` the
- * prefix of a value's header line.
- */
-static enum bench_wire_status
-_lines(enum bench_proto p, enum bench_kind kind, const char *buf, size_t len,
-       size_t *used, uint32_t *hits, char *err, size_t errlen)
-{
-    const char *value = p == BENCH_PROTO_META ? "VA " : "VALUE ";
-    size_t vlen = strlen(value);
     const char *end;
     if (kind == BENCH_KIND_SET) {
-        end = p == BENCH_PROTO_META ? "HD\r\n" : "STORED\r\n";
-    } else if (p == BENCH_PROTO_TEXT) {
-        end = "END\r\n";
+        end = p == CLIENT_PROTO_META ? "HD" : "STORED";
+    } else if (p == CLIENT_PROTO_TEXT) {
+        end = "END";
     } else {
-        end = kind == BENCH_KIND_MGET ? "MN\r\n" : "EN\r\n";
+        end = kind == BENCH_KIND_MGET ? "MN" : "EN";
     }
-    size_t elen = strlen(end);
     size_t off = 0;
     uint32_t found = 0;
     bool bad = false;
 
     for (;;) {
-        const char *s = buf + off;
-        size_t avail = len - off;
-        const char *nl = memchr(s, '\n', avail);
-        if (nl == NULL) {
+        struct client_reply r;
+        enum client_reply_kind k = client_reply_next(p, buf + off, len - off,
+                                                     VALUE_MAX, &r);
+        if (k == CLIENT_REPLY_MORE) {
             return BENCH_WIRE_MORE;
         }
-        size_t llen = (size_t)(nl - s) + 1;
-        if (llen == elen && memcmp(s, end, elen) == 0) {
-            off += llen;
+        if (k == CLIENT_REPLY_BAD) {
+            const char *s = buf + off;
+            const char *nl = memchr(s, '\n', len - off);
+            struct client_reply head = {.line = s,
+                                        .line_len = (size_t)(nl - s)};
+            if (head.line_len > 0 && s[head.line_len - 1] == '\r') {
+                head.line_len--;
+            }
+            _err_line(err, errlen, &head);
+            return BENCH_WIRE_LOST;
+        }
+        if (k == CLIENT_REPLY_LINE && client_reply_is(&r, end)) {
+            off += r.len;
             break;
         }
-        if (kind != BENCH_KIND_SET && llen > vlen &&
-            memcmp(s, value, vlen) == 0) {
-            /* text: VALUE <key> <flags> <bytes>; meta: VA <bytes> <flags>* */
-            size_t lenat = vlen;
-            if (p == BENCH_PROTO_TEXT) {
-                const char *sp = memrchr(s, ' ', llen);
-                lenat = (size_t)(sp - s) + 1;
-            }
-            size_t total = 0;
-            enum bench_wire_status st = _value_block(s, avail, llen, lenat,
-                                                     &total);
-            if (st == BENCH_WIRE_MORE) {
-                return st;
-            }
-            if (st == BENCH_WIRE_LOST) {
-                _err_line(err, errlen, s, llen);
-                return st;
-            }
-            off += total;
+        if (k == CLIENT_REPLY_VALUE && kind != BENCH_KIND_SET) {
+            off += r.len;
             found++;
-            if (p == BENCH_PROTO_META && kind == BENCH_KIND_GET) {
+            if (p == CLIENT_PROTO_META && kind == BENCH_KIND_GET) {
                 break;      /* a meta get's hit has no end line */
             }
             continue;
         }
         if (!bad) {
-            _err_line(err, errlen, s, llen);
+            _err_line(err, errlen, &r);
         }
         bad = true;
-        off += llen;
-        if (p == BENCH_PROTO_TEXT || kind != BENCH_KIND_MGET) {
+        off += r.len;
+        if (p == CLIENT_PROTO_TEXT || kind != BENCH_KIND_MGET) {
             break;          /* an error line ends this reply */
         }
     }
@@ -353,26 +279,26 @@ _frames(enum bench_kind kind, const char *buf, size_t len, size_t *used,
     bool bad = false;
 
     for (;;) {
-        const char *h = buf + off;
-        if (len - off < BIN_HEADER) {
+        struct client_reply r;
+        enum client_reply_kind k = client_reply_next(
+            CLIENT_PROTO_BINARY, buf + off, len - off, VALUE_MAX, &r);
+        if (k == CLIENT_REPLY_MORE) {
             return BENCH_WIRE_MORE;
         }
-        if ((unsigned char)h[0] != BIN_RESPONSE) {
-            snprintf(err, errlen, "binary reply with magic 0x%02x",
-                     (unsigned char)h[0]);
+        if (k == CLIENT_REPLY_BAD) {
+            const unsigned char *h = (const unsigned char *)buf + off;
+            if (h[0] != CLIENT_REPLY_BIN_MAGIC) {
+                snprintf(err, errlen, "binary reply with magic 0x%02x", h[0]);
+            } else {
+                snprintf(err, errlen, "binary reply of %zu bytes",
+                         (size_t)h[8] << 24 | (size_t)h[9] << 16 |
+                             (size_t)h[10] << 8 | h[11]);
+            }
             return BENCH_WIRE_LOST;
         }
-        size_t body = _be32(h + 8);
-        if (body > VALUE_MAX) {
-            snprintf(err, errlen, "binary reply of %zu bytes", body);
-            return BENCH_WIRE_LOST;
-        }
-        if (len - off < BIN_HEADER + body) {
-            return BENCH_WIRE_MORE;
-        }
-        int opcode = (unsigned char)h[1];
-        uint32_t status = _be16(h + 6);
-        off += BIN_HEADER + body;
+        unsigned opcode = r.opcode;
+        unsigned status = r.status;
+        off += r.len;
         bool expected;
         bool done = true;
         if (kind == BENCH_KIND_SET) {
@@ -391,7 +317,7 @@ _frames(enum bench_kind kind, const char *buf, size_t len, size_t *used,
         }
         if (!expected && !bad) {
             snprintf(err, errlen, "binary reply opcode 0x%02x status 0x%04x",
-                     (unsigned)opcode, (unsigned)status);
+                     opcode, status);
             bad = true;
         }
         if (done) {
@@ -404,11 +330,11 @@ _frames(enum bench_kind kind, const char *buf, size_t len, size_t *used,
 }
 
 enum bench_wire_status
-bench_wire_reply(enum bench_proto p, enum bench_kind kind, const char *buf,
+bench_wire_reply(enum client_proto p, enum bench_kind kind, const char *buf,
                  size_t len, size_t *used, uint32_t *hits, char *err,
                  size_t errlen)
 {
-    if (p == BENCH_PROTO_BINARY) {
+    if (p == CLIENT_PROTO_BINARY) {
         return _frames(kind, buf, len, used, hits, err, errlen);
     }
     return _lines(p, kind, buf, len, used, hits, err, errlen);

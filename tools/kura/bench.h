@@ -20,7 +20,7 @@ struct bench_opts {
     int port;
     int conns;             /* concurrent connections */
     int pipeline;          /* requests in flight per connection (<= 64) */
-    enum bench_proto proto; /* text (default), binary or meta */
+    enum client_proto proto; /* text (default), binary or meta */
     int multiget;          /* > 0: every get asks for this many keys at
                             * once (text get k1..kN, binary getkq..noop,
                             * meta mg..q..mn); 0: one key per get */

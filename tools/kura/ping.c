@@ -11,12 +11,14 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "adminconn.h"
+#include "client_admin.h"
 #include "tlsopt.h"
+#include "util.h"
 
 #define PING_REPLY_MAX (256 << 10)
 
@@ -47,6 +49,7 @@ ping_cmd(int argc, char **argv)
     const char *auth = NULL;
     long timeout_ms = 2000;
     bool quiet = false;
+    uint64_t v;
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -56,11 +59,13 @@ ping_cmd(int argc, char **argv)
         case 'a': auth = optarg; break;
         case 'q': quiet = true; break;
         case 't':
-            timeout_ms = strtol(optarg, NULL, 10);
-            if (timeout_ms <= 0) {
+            /* Digits only, 1 ms to an hour, as kura stats takes them. */
+            if (!util_parse_uint(optarg, strlen(optarg), 3600000, &v) ||
+                v == 0) {
                 _usage(stderr);
                 return PING_USAGE;
             }
+            timeout_ms = (long)v;
             break;
         default:
             if (!tlsopt_parse(&tlsopt, ch, optarg)) {
@@ -77,42 +82,46 @@ ping_cmd(int argc, char **argv)
         _usage(stderr);
         return PING_USAGE;
     }
-    struct adminconn c = {.fd = -1};
+    struct client c;
     char *reply = malloc(PING_REPLY_MAX);
     int rc = PING_DOWN;
     const char *why = "no answer";
-    if (reply == NULL || adminconn_open(&c, host, port, timeout_ms, tls) != 0) {
+    char err[512];
+    client_init(&c, 4096, PING_REPLY_MAX);
+    int opened = reply == NULL ? -1
+                               : client_open(&c, host, port, (int)timeout_ms,
+                                             tls, err, sizeof(err));
+    if (opened != 0) {
+        if (opened == -2) {
+            fprintf(stderr, "kura: %s:%s: %s\n", host, port, err);
+        }
         why = "cannot connect";
         goto out;
     }
     if (auth != NULL) {
-        switch (adminconn_login(&c, auth, reply, PING_REPLY_MAX)) {
-        case ADMINCONN_OK: break;
-        case ADMINCONN_BAD_FILE:
+        switch (client_admin_login(&c, auth)) {
+        case CLIENT_ADMIN_OK: break;
+        case CLIENT_ADMIN_BAD_FILE:
             why = "cannot read the user:password file";
             rc = PING_USAGE;
             goto out;
-        case ADMINCONN_REFUSED: why = "authentication refused"; goto out;
+        case CLIENT_ADMIN_REFUSED: why = "authentication refused"; goto out;
         default: goto out;
         }
     }
-    switch (adminconn_stats(&c, reply, PING_REPLY_MAX)) {
-    case ADMINCONN_OK: break;
-    case ADMINCONN_UNAUTHENTICATED:
+    switch (client_admin_stats(&c, reply, PING_REPLY_MAX)) {
+    case CLIENT_ADMIN_OK: break;
+    case CLIENT_ADMIN_UNAUTHENTICATED:
         why = "the server wants authentication (--auth FILE)";
         goto out;
-    case ADMINCONN_MASKED: {
+    case CLIENT_ADMIN_MASKED:
         /* stats masked: an answer to version is all there is to know */
-        static const char *const vend[] = {"\r\n"};
-        if (adminconn_send(&c, "version\r\n", 9) != 0 ||
-            adminconn_read_until(&c, reply, PING_REPLY_MAX, vend, 1) != 0 ||
-            strncmp(reply, "VERSION ", 8) != 0) {
+        if (client_admin_version(&c) != CLIENT_ADMIN_OK) {
             goto out;
         }
         rc = PING_OK;
         why = "answering (stats masked)";
         goto out;
-    }
     default: goto out;
     }
     const char *w = strstr(reply, "STAT kura_writable ");
@@ -132,7 +141,7 @@ out:
         fprintf(rc == PING_OK ? stdout : stderr, "kura ping %s:%s: %s\n",
                 host, port, why);
     }
-    adminconn_close(&c);
+    client_close(&c);
     free(reply);
     tls_ctx_destroy(tls);
     return rc;

@@ -1,6 +1,8 @@
 /*
  * bench: a closed-loop load generator for memcached's text, binary and
- * meta protocols (--proto; the wire formats are in bench_wire.c).
+ * meta protocols (--proto; the wire formats are in bench_wire.c, the keys
+ * and values in bench_keys.c, the ack log in bench_ack.c, the connections
+ * are client.h's).
  *
  * One thread drives every connection through epoll, which keeps the load
  * generator's own cost low and predictable on a small machine. Each
@@ -52,9 +54,7 @@
 #include "bench.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -67,6 +67,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_ack.h"
+#include "bench_keys.h"
+#include "client.h"
 #include "daemon.h"
 #include "hist.h"
 #include "util.h"
@@ -76,9 +79,7 @@
 #define RBUF_STREAMING 65536        /* grow to this while reads fill it */
 #define RBUF_MAX ((size_t)1 << 30)  /* a reply larger than this is garbage */
 #define FD_MARGIN 16                /* stdio, epoll, ack log, lag probe */
-#define KEY_CAP 320
-#define ACK_BUF_SIZE ((size_t)1 << 20)
-#define ACK_LINE_MAX (KEY_CAP + UTIL_U64_DIGITS + 2)
+#define KEY_CAP BENCH_KEY_CAP
 #define ACK_FLUSH_NS 1000000000ULL  /* a killed bench loses at most 1 s */
 #define RETRY_NS 100000000ULL       /* a failed connect waits this long */
 #define MAX_HANDSHAKES 1024         /* under tcp_max_syn_backlog (2048) */
@@ -94,17 +95,11 @@ struct bslot {
 };
 
 struct bconn {
-    int fd;
+    struct client cl;       /* the connection (--tls: a TLS session); its
+                             * read buffer made on first read, grown on
+                             * demand */
     int idx;
     bool connecting;        /* TCP connect, then TLS handshake, in progress */
-    struct tls_session *tls; /* --tls: the session over fd */
-    char *wbuf;
-    size_t wlen;
-    size_t woff;
-    size_t wcap;
-    char *rbuf;             /* allocated on first read, grows on demand */
-    size_t rlen;
-    size_t rcap;
     int inflight;
     struct bslot *slots;    /* in-flight requests, a ring of `pipeline` */
     int head;
@@ -112,17 +107,6 @@ struct bconn {
     uint64_t open_ns;       /* queued: open no sooner than this */
     bool queued;            /* waiting in the open queue */
     bool quitting;          /* sent "quit": waiting for the server's close */
-};
-
-/* Acknowledged writes, buffered and appended to the ack log. */
-struct acklog {
-    int fd;                 /* -1 when not in own-keys mode */
-    const char *path;
-    char *buf;
-    size_t len;
-    uint64_t flushed_ns;
-    uint64_t lines;
-    bool failed;            /* a write failed: logging stopped */
 };
 
 struct bench {
@@ -140,7 +124,7 @@ struct bench {
     uint64_t keys;
     uint64_t hits;
     uint64_t complaints;    /* unexpected replies printed so far */
-    uint64_t rng;
+    struct bench_keys keys_gen; /* which keys requests carry */
     uint64_t started_ns;
     uint64_t stop_ns;
     uint64_t warm_ns;       /* counting starts here (0: at once) */
@@ -151,12 +135,8 @@ struct bench {
     struct bslot *slots;    /* every connection's ring, one allocation */
     bool own_keys;          /* --ack-log mode */
     size_t value_size;      /* o->value_size, at least 10 in own-keys mode */
-    struct acklog ack;
+    struct bench_ack ack;    /* --ack-log: fd -1 otherwise */
     uint64_t next_fresh;    /* --fresh: the next key to insert */
-    double zipf_zetan;      /* --zipf: the constants of Gray et al. */
-    double zipf_alpha;
-    double zipf_eta;
-    double zipf_half;       /* 1 + 0.5^s */
 };
 
 static uint64_t
@@ -167,72 +147,6 @@ _now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t
-_rand(struct bench *b)
-{
-    /* xorshift64*: cheap and good enough for picking keys. */
-    b->rng ^= b->rng >> 12;
-    b->rng ^= b->rng << 25;
-    b->rng ^= b->rng >> 27;
-    return b->rng * 2685821657736338717ULL;
-}
-
-/* A uniform double in [0, 1). */
-static double
-_rand01(struct bench *b)
-{
-    return (double)(_rand(b) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-/* splitmix64's finaliser: scatters Zipf ranks over the key space. */
-static uint64_t
-_mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-/* Gray et al.'s constants for n keys and exponent s (one pass over n). */
-static void
-_zipf_setup(struct bench *b, uint64_t n, double s)
-{
-    double zetan = 0;
-    for (uint64_t i = 1; i <= n; i++) {
-        zetan += 1.0 / pow((double)i, s);
-    }
-    double zeta2 = 1.0 + 1.0 / pow(2.0, s);
-    b->zipf_zetan = zetan;
-    b->zipf_alpha = 1.0 / (1.0 - s);
-    b->zipf_eta = (1.0 - pow(2.0 / (double)n, 1.0 - s)) /
-                  (1.0 - zeta2 / zetan);
-    b->zipf_half = 1.0 + pow(0.5, s);
-}
-
-/* The index of the next key read or written, in [0, keyspace). */
-static uint64_t
-_key_index(struct bench *b)
-{
-    uint64_t n = b->o->keyspace;
-    if (b->o->zipf <= 0) {
-        return _rand(b) % n;
-    }
-    double u = _rand01(b);
-    double uz = u * b->zipf_zetan;
-    uint64_t rank;
-    if (uz < 1.0) {
-        rank = 0;
-    } else if (uz < b->zipf_half) {
-        rank = 1;
-    } else {
-        rank = (uint64_t)((double)n *
-                          pow(b->zipf_eta * u - b->zipf_eta + 1.0,
-                              b->zipf_alpha));
-    }
-    return _mix(rank) % n;
-}
-
 /* This thread's user and system CPU so far, in microseconds. */
 static uint64_t
 _cpu_us(void)
@@ -241,19 +155,6 @@ _cpu_us(void)
     getrusage(RUSAGE_THREAD, &ru);
     return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
            (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-}
-
-/* realloc() that gives up on the whole run: a load generator out of memory
- * has nothing sensible left to measure. */
-static void *
-_xrealloc(void *p, size_t size)
-{
-    void *q = realloc(p, size);
-    if (q == NULL) {
-        fprintf(stderr, "bench: out of memory (%zu bytes)\n", size);
-        exit(1);
-    }
-    return q;
 }
 
 /*
@@ -285,89 +186,6 @@ _fit_fd_limit(int conns)
     return 0;
 }
 
-/* Writes <prefix>c<conn>:<n> to `out` (KEY_CAP bytes); returns its length. */
-static size_t
-_own_key(const struct bench *b, int conn, uint64_t n, char *out)
-{
-    size_t plen = strlen(b->o->prefix);
-    size_t len = plen;
-    memcpy(out, b->o->prefix, plen);
-    out[len++] = 'c';
-    len += util_u64_to_dec((uint64_t)conn, out + len);
-    out[len++] = ':';
-    len += util_u64_to_dec(n, out + len);
-    return len;
-}
-
-/* Digits in the decimal form of `v`. */
-static size_t
-_dec_len(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 10) {
-        v /= 10;
-        n++;
-    }
-    return n;
-}
-
-/* Writes `seq` zero-padded to `width` bytes (at least its digit count). */
-static void
-_put_seq(char *p, size_t width, uint64_t seq)
-{
-    char digits[UTIL_U64_DIGITS];
-    size_t nd = util_u64_to_dec(seq, digits);
-    memset(p, '0', width - nd);
-    memcpy(p + width - nd, digits, nd);
-}
-
-static void
-_ack_flush(struct bench *b, uint64_t now)
-{
-    struct acklog *a = &b->ack;
-    size_t off = 0;
-
-    while (off < a->len && !a->failed) {
-        ssize_t n = write(a->fd, a->buf + off, a->len - off);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            /* The log stays a true (if shorter) list of acknowledged
-             * writes; verify would just check fewer of them. */
-            fprintf(stderr, "bench: cannot write the ack log %s: %s; "
-                            "logging stopped\n", a->path, strerror(errno));
-            a->failed = true;
-            b->errors++;
-            break;
-        }
-        off += (size_t)n;
-    }
-    a->len = 0;
-    a->flushed_ns = now;
-}
-
-/* Logs that connection `conn`'s write number `seq` was acknowledged. */
-static void
-_ack_append(struct bench *b, int conn, uint64_t seq, uint64_t now)
-{
-    struct acklog *a = &b->ack;
-
-    if (a->failed) {
-        return;
-    }
-    if (a->len + ACK_LINE_MAX > ACK_BUF_SIZE) {
-        _ack_flush(b, now);
-    }
-    char *p = a->buf + a->len;
-    size_t n = _own_key(b, conn, (seq - 1) % b->o->own_keys, p);
-    p[n++] = ' ';
-    n += util_u64_to_dec(seq, p + n);
-    p[n++] = '\n';
-    a->len += n;
-    a->lines++;
-}
-
 static int
 _resolve(struct bench *b)
 {
@@ -395,21 +213,13 @@ _read_key(struct bench *b, const struct bconn *c, char *key)
     const struct bench_opts *o = b->o;
     if (b->own_keys) {
         uint64_t span = c->last_seq < o->own_keys ? c->last_seq : o->own_keys;
-        return _own_key(b, c->idx, _rand(b) % (span > 0 ? span : 1), key);
+        return bench_keys_own(&b->keys_gen, c->idx,
+                              bench_keys_rand(&b->keys_gen) %
+                                  (span > 0 ? span : 1),
+                              key);
     }
-    return (size_t)snprintf(key, KEY_CAP, "%s%" PRIu64, o->prefix,
-                            _key_index(b));
-}
-
-/* Makes room for `need` more bytes in `c`'s write buffer. */
-static void
-_reserve(struct bconn *c, size_t need)
-{
-    if (c->wlen + need > c->wcap) {
-        c->wcap = c->wcap * 2 > c->wlen + need ? c->wcap * 2
-                                               : c->wlen + need;
-        c->wbuf = _xrealloc(c->wbuf, c->wcap);
-    }
+    return bench_keys_name(&b->keys_gen, bench_keys_index(&b->keys_gen),
+                           key);
 }
 
 /* Appends a set of `key` for connection `c`; `seq` is its own-keys
@@ -418,17 +228,17 @@ static void
 _queue_set(struct bench *b, struct bconn *c, const char *key, size_t klen,
            uint64_t seq)
 {
-    enum bench_proto proto = b->o->proto;
+    enum client_proto proto = b->o->proto;
     /* A sequence number wider than the value widens just that value. */
     size_t vsize = b->value_size;
-    if (seq != 0 && _dec_len(seq) > vsize) {
-        vsize = _dec_len(seq);
+    if (seq != 0 && bench_keys_dec_len(seq) > vsize) {
+        vsize = bench_keys_dec_len(seq);
     }
-    _reserve(c, klen + vsize + BENCH_WIRE_OVERHEAD);
-    char *p = c->wbuf + c->wlen;
+    char *start = client_reserve(&c->cl, klen + vsize + BENCH_WIRE_OVERHEAD);
+    char *p = start;
     p += bench_wire_set_head(proto, p, key, klen, vsize);
     if (b->own_keys) {
-        _put_seq(p, vsize, seq);
+        bench_keys_put_seq(p, vsize, seq);
     } else if (vsize == 10) {
         /* A last-login timestamp, as in seed 002. */
         char ts[11];
@@ -439,7 +249,7 @@ _queue_set(struct bench *b, struct bconn *c, const char *key, size_t klen,
     }
     p += vsize;
     p += bench_wire_set_tail(proto, p);
-    c->wlen = (size_t)(p - c->wbuf);
+    client_commit(&c->cl, (size_t)(p - start));
 }
 
 /* Appends one request for connection `c` to its write buffer. */
@@ -450,35 +260,39 @@ _queue_request(struct bench *b, struct bconn *c)
     char key[KEY_CAP];
     size_t klen;
     uint64_t seq = 0;
-    bool get = o->read_pct > 0 && (int)(_rand(b) % 100) < o->read_pct;
+    bool get = o->read_pct > 0 &&
+               (int)(bench_keys_rand(&b->keys_gen) % 100) < o->read_pct;
     enum bench_kind kind = BENCH_KIND_SET;
 
     if (!get) {
         if (b->own_keys) {
             seq = ++c->last_seq;
-            klen = _own_key(b, c->idx, (seq - 1) % o->own_keys, key);
+            klen = bench_keys_own(&b->keys_gen, c->idx,
+                                  (seq - 1) % o->own_keys, key);
         } else {
-            uint64_t k = o->fresh ? b->next_fresh++ : _key_index(b);
-            klen = (size_t)snprintf(key, sizeof(key), "%s%" PRIu64,
-                                    o->prefix, k);
+            uint64_t k = o->fresh ? b->next_fresh++
+                                  : bench_keys_index(&b->keys_gen);
+            klen = bench_keys_name(&b->keys_gen, k, key);
         }
         _queue_set(b, c, key, klen, seq);
     } else if (o->multiget == 0) {
         kind = BENCH_KIND_GET;
         klen = _read_key(b, c, key);
-        _reserve(c, klen + BENCH_WIRE_OVERHEAD);
-        c->wlen += bench_wire_get(o->proto, c->wbuf + c->wlen, key, klen);
+        char *p = client_reserve(&c->cl, klen + BENCH_WIRE_OVERHEAD);
+        client_commit(&c->cl, bench_wire_get(o->proto, p, key, klen));
     } else {
         kind = BENCH_KIND_MGET;
-        _reserve(c, (size_t)(o->multiget + 1) *
-                        (KEY_CAP + BENCH_WIRE_OVERHEAD));
-        c->wlen += bench_wire_mget_begin(o->proto, c->wbuf + c->wlen);
+        char *start = client_reserve(&c->cl, (size_t)(o->multiget + 1) *
+                                                 (KEY_CAP +
+                                                  BENCH_WIRE_OVERHEAD));
+        char *p = start;
+        p += bench_wire_mget_begin(o->proto, p);
         for (int i = 0; i < o->multiget; i++) {
             klen = _read_key(b, c, key);
-            c->wlen += bench_wire_mget_key(o->proto, c->wbuf + c->wlen, key,
-                                           klen);
+            p += bench_wire_mget_key(o->proto, p, key, klen);
         }
-        c->wlen += bench_wire_mget_end(o->proto, c->wbuf + c->wlen);
+        p += bench_wire_mget_end(o->proto, p);
+        client_commit(&c->cl, (size_t)(p - start));
     }
     struct bslot *slot = &c->slots[(c->head + c->inflight) % o->pipeline];
     slot->kind = kind;
@@ -492,22 +306,14 @@ static int _open_conn(struct bench *b, struct bconn *c);
 static void
 _close_conn(struct bench *b, struct bconn *c)
 {
-    if (c->tls != NULL) {
-        tls_session_close_notify(c->tls);
-        tls_session_free(c->tls);
-        c->tls = NULL;
+    if (c->cl.fd >= 0) {
+        epoll_ctl(b->ep, EPOLL_CTL_DEL, c->cl.fd, NULL);
     }
-    if (c->fd >= 0) {
-        epoll_ctl(b->ep, EPOLL_CTL_DEL, c->fd, NULL);
-        close(c->fd);
-        c->fd = -1;
-    }
+    client_disconnect(&c->cl); /* empties both buffers */
     if (c->connecting) {
         c->connecting = false;
         b->handshakes--;
     }
-    c->rlen = 0;
-    c->wlen = c->woff = 0;
     c->inflight = 0;
     c->head = 0;
     c->quitting = false;
@@ -583,28 +389,13 @@ _fill(struct bench *b, struct bconn *c)
 static int
 _open_conn(struct bench *b, struct bconn *c)
 {
-    c->fd = socket(b->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    if (c->fd < 0) {
+    if (client_start(&c->cl, (struct sockaddr *)&b->addr, b->addrlen,
+                     b->o->tls, b->o->host) != 0) {
         return -1;
     }
-    int one = 1;
-    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     c->connecting = true;
-    if (connect(c->fd, (struct sockaddr *)&b->addr, b->addrlen) != 0 &&
-        errno != EINPROGRESS) {
-        close(c->fd);
-        c->fd = -1;
-        return -1;
-    }
-    if (b->o->tls != NULL &&
-        (c->tls = tls_session_connect(b->o->tls, c->fd, b->o->host)) ==
-            NULL) {
-        close(c->fd);
-        c->fd = -1;
-        return -1;
-    }
     struct epoll_event ev = {.events = EPOLLOUT | EPOLLIN, .data.ptr = c};
-    epoll_ctl(b->ep, EPOLL_CTL_ADD, c->fd, &ev);
+    epoll_ctl(b->ep, EPOLL_CTL_ADD, c->cl.fd, &ev);
     b->connects++;
     b->handshakes++;
     _fill(b, c);
@@ -641,7 +432,8 @@ _parse_replies(struct bench *b, struct bconn *c, uint64_t now)
         size_t used = 0;
         uint32_t hits = 0;
         enum bench_wire_status st = bench_wire_reply(
-            o->proto, slot->kind, c->rbuf + off, c->rlen - off, &used, &hits,
+            o->proto, slot->kind, c->cl.in + off, c->cl.in_len - off, &used,
+            &hits,
             err, sizeof(err));
         if (st == BENCH_WIRE_MORE) {
             break;
@@ -654,7 +446,11 @@ _parse_replies(struct bench *b, struct bconn *c, uint64_t now)
             b->errors++;
             _complain(b, err);
         } else if (slot->kind == BENCH_KIND_SET && b->own_keys) {
-            _ack_append(b, c->idx, slot->seq, now);
+            if (!bench_ack_append(&b->ack, &b->keys_gen, c->idx,
+                                  (slot->seq - 1) % o->own_keys, slot->seq,
+                                  now)) {
+                b->errors++;
+            }
         }
         if (slot->kind != BENCH_KIND_SET) {
             b->keys += slot->kind == BENCH_KIND_MGET ? (uint64_t)o->multiget
@@ -670,53 +466,8 @@ _parse_replies(struct bench *b, struct bconn *c, uint64_t now)
         done++;
         b->ops++;
     }
-    memmove(c->rbuf, c->rbuf + off, c->rlen - off);
-    c->rlen -= off;
+    client_consume(&c->cl, off);
     return done;
-}
-
-/* Sends like send(2), through the TLS session if there is one. */
-static ssize_t
-_send(struct bconn *c, const void *p, size_t len)
-{
-    if (c->tls == NULL) {
-        return send(c->fd, p, len, MSG_NOSIGNAL);
-    }
-    size_t put = 0;
-    switch (tls_session_write(c->tls, p, len, &put)) {
-    case TLS_OK:
-        return (ssize_t)put;
-    case TLS_WANT_READ:
-    case TLS_WANT_WRITE:
-        errno = EAGAIN;
-        return -1;
-    default:
-        errno = EPIPE;
-        return -1;
-    }
-}
-
-/* Reads like recv(2), through the TLS session if there is one. */
-static ssize_t
-_recv(struct bconn *c, void *p, size_t len)
-{
-    if (c->tls == NULL) {
-        return recv(c->fd, p, len, 0);
-    }
-    size_t got = 0;
-    switch (tls_session_read(c->tls, p, len, &got)) {
-    case TLS_OK:
-        return (ssize_t)got;
-    case TLS_WANT_READ:
-    case TLS_WANT_WRITE:
-        errno = EAGAIN;
-        return -1;
-    case TLS_CLOSED:
-        return 0;
-    default:
-        errno = EIO;
-        return -1;
-    }
 }
 
 /*
@@ -728,25 +479,25 @@ _recv(struct bconn *c, void *p, size_t len)
 static bool
 _tls_step(struct bench *b, struct bconn *c, uint64_t now)
 {
-    enum tls_status st = tls_session_handshake(c->tls);
-    if (st == TLS_OK) {
+    enum client_step st = client_handshake(&c->cl);
+    if (st == CLIENT_STEP_DONE) {
         b->tls_handshakes++;
-        b->tls_resumed += tls_session_resumed(c->tls) ? 1 : 0;
+        b->tls_resumed += client_resumed(&c->cl) ? 1 : 0;
         struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT,
                                  .data.ptr = c};
-        epoll_ctl(b->ep, EPOLL_CTL_MOD, c->fd, &ev);
+        epoll_ctl(b->ep, EPOLL_CTL_MOD, c->cl.fd, &ev);
         return true;
     }
-    if (st == TLS_WANT_READ || st == TLS_WANT_WRITE) {
+    if (st == CLIENT_STEP_WANT_READ || st == CLIENT_STEP_WANT_WRITE) {
         struct epoll_event ev = {
-            .events = st == TLS_WANT_READ ? EPOLLIN : EPOLLOUT,
+            .events = st == CLIENT_STEP_WANT_READ ? EPOLLIN : EPOLLOUT,
             .data.ptr = c};
-        epoll_ctl(b->ep, EPOLL_CTL_MOD, c->fd, &ev);
+        epoll_ctl(b->ep, EPOLL_CTL_MOD, c->cl.fd, &ev);
         return false;
     }
     char why[256];
     char msg[300];
-    tls_session_error(c->tls, why, sizeof(why));
+    client_error(&c->cl, why, sizeof(why));
     snprintf(msg, sizeof(msg), "TLS handshake failed: %s", why);
     _complain(b, msg);
     b->errors++;
@@ -760,25 +511,21 @@ _on_writable(struct bench *b, struct bconn *c, uint64_t now)
 {
     bool was_connecting = c->connecting;
     if (was_connecting) {
-        if (c->tls != NULL && !tls_session_established(c->tls) &&
-            !_tls_step(b, c, now)) {
+        if (!client_established(&c->cl) && !_tls_step(b, c, now)) {
             return;
         }
         c->connecting = false;
         b->handshakes--;
     }
-    while (c->woff < c->wlen) {
-        ssize_t n = _send(c, c->wbuf + c->woff, c->wlen - c->woff);
-        if (n < 0) {
-            if (errno == EAGAIN) {
-                return;
-            }
-            b->errors++;
-            _close_conn(b, c);
-            _reopen(b, c, now, was_connecting);
-            return;
-        }
-        c->woff += (size_t)n;
+    int sent = client_flush(&c->cl);
+    if (sent == 0) {
+        return;
+    }
+    if (sent < 0) {
+        b->errors++;
+        _close_conn(b, c);
+        _reopen(b, c, now, was_connecting);
+        return;
     }
     /* Everything queued is on the wire: stamp the requests it carried. */
     for (int i = 0; i < c->inflight; i++) {
@@ -787,35 +534,8 @@ _on_writable(struct bench *b, struct bconn *c, uint64_t now)
             slot->sent_ns = now;
         }
     }
-    c->wlen = c->woff = 0;
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-    epoll_ctl(b->ep, EPOLL_CTL_MOD, c->fd, &ev);
-}
-
-/*
- * Makes room in `c`'s read buffer: allocates it on first use, and doubles
- * it when full (an incomplete reply fills it) or when `streaming` (the last
- * read filled it, so a larger buffer saves system calls). Returns false if
- * a reply would need more than RBUF_MAX.
- */
-static bool
-_grow_rbuf(struct bconn *c, bool streaming)
-{
-    size_t cap = c->rcap;
-    if (cap == 0) {
-        cap = RBUF_INITIAL;
-    } else if (c->rlen == c->rcap ||
-               (streaming && c->rcap < RBUF_STREAMING)) {
-        cap *= 2;
-    }
-    if (cap > RBUF_MAX) {
-        return false;
-    }
-    if (cap != c->rcap) {
-        c->rbuf = _xrealloc(c->rbuf, cap);
-        c->rcap = cap;
-    }
-    return true;
+    epoll_ctl(b->ep, EPOLL_CTL_MOD, c->cl.fd, &ev);
 }
 
 /*
@@ -825,20 +545,20 @@ _grow_rbuf(struct bconn *c, bool streaming)
 static bool
 _read_once(struct bench *b, struct bconn *c, uint64_t now)
 {
-    if (!_grow_rbuf(c, false)) {
+    ssize_t n = client_fill(&c->cl);
+    if (n < 0 && errno == ENOBUFS) {
         fprintf(stderr, "bench: a reply larger than %zu bytes\n", RBUF_MAX);
         b->errors++;
         _close_conn(b, c);
         return false;
     }
-    ssize_t n = _recv(c, c->rbuf + c->rlen, c->rcap - c->rlen);
-    if (n == 0 && c->quitting) {
+    if (n < 0 && errno == 0 && c->quitting) {
         _close_conn(b, c);
         _reopen(b, c, now, false);
         return false;
     }
     if (n <= 0) {
-        if (n < 0 && errno == EAGAIN) {
+        if (n == 0) {
             return false;
         }
         bool never_connected = c->connecting;
@@ -847,8 +567,7 @@ _read_once(struct bench *b, struct bconn *c, uint64_t now)
         _reopen(b, c, now, never_connected);
         return false;
     }
-    c->rlen += (size_t)n;
-    bool filled = c->rlen == c->rcap;
+    bool filled = c->cl.in_len == c->cl.in_cap;
     int done = _parse_replies(b, c, now);
     if (done < 0) {
         /* The lost reply and every one behind it count as errors. */
@@ -857,8 +576,11 @@ _read_once(struct bench *b, struct bconn *c, uint64_t now)
         _reopen(b, c, now, false);
         return false;
     }
-    if (filled) {
-        _grow_rbuf(c, true);
+    if (filled && (c->cl.in_len == c->cl.in_cap ||
+                   c->cl.in_cap < RBUF_STREAMING)) {
+        /* Still full (an incomplete reply fills it), or the last read
+         * filled it: a larger buffer saves system calls. */
+        client_grow(&c->cl);
     }
 
     if (done == 0 || c->inflight > 0) {
@@ -869,7 +591,8 @@ _read_once(struct bench *b, struct bconn *c, uint64_t now)
          * buffer. */
         char quit[BENCH_WIRE_OVERHEAD];
         size_t qlen = bench_wire_quit(b->o->proto, quit);
-        if (_send(c, quit, qlen) == (ssize_t)qlen) {
+        client_append(&c->cl, quit, qlen);
+        if (client_flush(&c->cl) == 1) {
             c->quitting = true;
             return true;
         }
@@ -885,11 +608,11 @@ _read_once(struct bench *b, struct bconn *c, uint64_t now)
     }
     _fill(b, c);
     _on_writable(b, c, now);
-    if (c->fd >= 0 && c->wlen > 0) {
+    if (c->cl.fd >= 0 && client_pending(&c->cl) > 0) {
         struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = c};
-        epoll_ctl(b->ep, EPOLL_CTL_MOD, c->fd, &ev);
+        epoll_ctl(b->ep, EPOLL_CTL_MOD, c->cl.fd, &ev);
     }
-    return c->fd >= 0;
+    return c->cl.fd >= 0;
 }
 
 static void
@@ -902,8 +625,7 @@ _on_readable(struct bench *b, struct bconn *c, uint64_t now)
     }
     /* Over TLS the session may hold records it has already read from the
      * socket, which epoll will not report again. */
-    while (_read_once(b, c, now) && c->tls != NULL &&
-           tls_session_pending(c->tls)) {
+    while (_read_once(b, c, now) && client_buffered(&c->cl)) {
     }
 }
 
@@ -916,13 +638,11 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
     memset(&b, 0, sizeof(b));
     memset(r, 0, sizeof(*r));
     b.o = o;
-    b.rng = 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
+    bench_keys_init(&b.keys_gen, 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid(),
+                    o->keyspace, o->zipf, o->prefix);
     b.ack.fd = -1;
     b.value_size = o->value_size;
     b.next_fresh = o->fresh_from;
-    if (o->zipf > 0) {
-        _zipf_setup(&b, o->keyspace, o->zipf);
-    }
     if (o->pipeline > MAX_PIPELINE || _fit_fd_limit(o->conns) != 0) {
         return -1;
     }
@@ -946,16 +666,10 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
             close(b.ep);
             return -1;
         }
-        b.ack.path = o->ack_log;
-        b.ack.fd = open(o->ack_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                        0644);
-        if (b.ack.fd < 0) {
-            fprintf(stderr, "bench: cannot create the ack log %s: %s\n",
-                    o->ack_log, strerror(errno));
+        if (bench_ack_open(&b.ack, o->ack_log, _now_ns()) != 0) {
             close(b.ep);
             return -1;
         }
-        b.ack.buf = _xrealloc(NULL, ACK_BUF_SIZE);
     }
     b.conns = calloc((size_t)o->conns, sizeof(*b.conns));
     b.open_queue = calloc((size_t)o->conns, sizeof(*b.open_queue));
@@ -977,7 +691,7 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
     uint64_t cpu_from = _cpu_us();
     for (int i = 0; i < o->conns; i++) {
         b.conns[i].idx = i;
-        b.conns[i].fd = -1;
+        client_init(&b.conns[i].cl, RBUF_INITIAL, RBUF_MAX);
         b.conns[i].slots = &b.slots[(size_t)i * (size_t)o->pipeline];
         _queue_open(&b, &b.conns[i], b.started_ns);
     }
@@ -989,7 +703,7 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
         uint64_t now = _now_ns();
         for (int i = 0; i < n; i++) {
             struct bconn *c = events[i].data.ptr;
-            if (c->fd < 0) {
+            if (c->cl.fd < 0) {
                 continue;
             }
             if (events[i].events & (EPOLLERR | EPOLLHUP)) {
@@ -1004,7 +718,7 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
             if (events[i].events & EPOLLOUT) {
                 _on_writable(&b, c, now);
             }
-            if (c->fd >= 0 && (events[i].events & EPOLLIN)) {
+            if (c->cl.fd >= 0 && (events[i].events & EPOLLIN)) {
                 _on_readable(&b, c, now);
             }
         }
@@ -1025,8 +739,9 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
             fprintf(stderr, "bench: warm-up done, counting\n");
             fflush(stderr);
         }
-        if (b.ack.fd >= 0 && now - b.ack.flushed_ns >= ACK_FLUSH_NS) {
-            _ack_flush(&b, now);
+        if (b.ack.fd >= 0 && now - b.ack.flushed_ns >= ACK_FLUSH_NS &&
+            !bench_ack_flush(&b.ack, now)) {
+            b.errors++;
         }
         bool finished = now >= b.stop_ns || (o->ops != 0 && b.ops >= o->ops);
         if (finished) {
@@ -1035,7 +750,7 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
             }
             live = 0;
             for (int i = 0; i < o->conns; i++) {
-                if (b.conns[i].fd >= 0 && b.conns[i].inflight > 0) {
+                if (b.conns[i].cl.fd >= 0 && b.conns[i].inflight > 0) {
                     live++;
                 }
             }
@@ -1047,24 +762,19 @@ bench_run(const struct bench_opts *o, struct bench_result *r)
     uint64_t elapsed = _now_ns() - counted_from;
     r->cpu_us = _cpu_us() - cpu_from;
     for (int i = 0; i < o->conns; i++) {
-        b.errors += (uint64_t)(b.conns[i].fd >= 0 ? b.conns[i].inflight : 0);
+        b.errors += (uint64_t)(b.conns[i].cl.fd >= 0 ? b.conns[i].inflight
+                                                     : 0);
         _close_conn(&b, &b.conns[i]);
-        free(b.conns[i].wbuf);
-        free(b.conns[i].rbuf);
+        client_close(&b.conns[i].cl);
     }
     free(b.conns);
     free(b.open_queue);
     free(b.slots);
     close(b.ep);
     if (b.ack.fd >= 0) {
-        _ack_flush(&b, _now_ns());
-        if (close(b.ack.fd) != 0 && !b.ack.failed) {
-            fprintf(stderr, "bench: cannot write the ack log %s: %s\n",
-                    b.ack.path, strerror(errno));
-            b.ack.failed = true;
+        if (!bench_ack_close(&b.ack, _now_ns())) {
             b.errors++;
         }
-        free(b.ack.buf);
         r->acked = b.ack.lines;
     }
     r->ops = b.ops;

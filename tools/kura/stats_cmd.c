@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "adminconn.h"
+#include "client_admin.h"
 #include "tlsopt.h"
 #include "buf.h"
 #include "metrics.h"
@@ -77,7 +77,7 @@ _emit(const char *line, size_t len, const char **why)
  * says what failed.
  */
 static int
-_watch(struct adminconn *c, uint64_t every_s, uint64_t count,
+_watch(struct client *c, uint64_t every_s, uint64_t count,
        uint64_t timeout_ms, char *reply, const char **why)
 {
     struct stats_watch_sample prev, cur;
@@ -94,8 +94,9 @@ _watch(struct adminconn *c, uint64_t every_s, uint64_t count,
     for (uint64_t n = 0; count == 0 || n < count; n++) {
         next += every_s * 1000000;
         _sleep_until(next);
-        c->deadline_ms = util_mono_ms() + timeout_ms;
-        if (adminconn_stats(c, reply, STATS_REPLY_MAX) != ADMINCONN_OK) {
+        client_set_timeout(c, (int)timeout_ms);
+        if (client_admin_stats(c, reply, STATS_REPLY_MAX) !=
+            CLIENT_ADMIN_OK) {
             *why = "no answer";
             return STATS_CMD_FAILED;
         }
@@ -222,40 +223,47 @@ stats_cmd(int argc, char **argv)
         return STATS_CMD_USAGE;
     }
 
-    struct adminconn c = {.fd = -1};
+    struct client c;
     char *reply = malloc(STATS_REPLY_MAX);
     struct metrics_pair *pairs = malloc((STATS_PAIRS_MAX + 1) *
                                         sizeof(*pairs));
     int rc = STATS_CMD_FAILED;
     const char *why = NULL;
-    enum adminconn_status st = ADMINCONN_NO_ANSWER;
+    enum client_admin_status st = CLIENT_ADMIN_NO_ANSWER;
+    char err[512];
+    int opened = -1;
 
+    client_init(&c, 4096, STATS_REPLY_MAX);
     if (reply == NULL || pairs == NULL) {
         why = "out of memory";
-    } else if (adminconn_open(&c, host, port, (long)timeout_ms, tls) != 0) {
+    } else if ((opened = client_open(&c, host, port, (int)timeout_ms, tls,
+                                     err, sizeof(err))) != 0) {
+        if (opened == -2) {
+            fprintf(stderr, "kura: %s:%s: %s\n", host, port, err);
+        }
         why = "cannot connect";
     } else if (auth != NULL &&
-               (st = adminconn_login(&c, auth, reply, STATS_REPLY_MAX)) !=
-                   ADMINCONN_OK) {
-        why = st == ADMINCONN_BAD_FILE ? "cannot read the user:password file"
-              : st == ADMINCONN_REFUSED ? "authentication refused"
-                                        : "no answer";
-        rc = st == ADMINCONN_BAD_FILE ? STATS_CMD_USAGE : STATS_CMD_FAILED;
+               (st = client_admin_login(&c, auth)) != CLIENT_ADMIN_OK) {
+        why = st == CLIENT_ADMIN_BAD_FILE
+                  ? "cannot read the user:password file"
+              : st == CLIENT_ADMIN_REFUSED ? "authentication refused"
+                                           : "no answer";
+        rc = st == CLIENT_ADMIN_BAD_FILE ? STATS_CMD_USAGE : STATS_CMD_FAILED;
     } else {
-        switch (adminconn_stats(&c, reply, STATS_REPLY_MAX)) {
-        case ADMINCONN_OK: rc = STATS_CMD_OK; break;
-        case ADMINCONN_UNAUTHENTICATED:
+        switch (client_admin_stats(&c, reply, STATS_REPLY_MAX)) {
+        case CLIENT_ADMIN_OK: rc = STATS_CMD_OK; break;
+        case CLIENT_ADMIN_UNAUTHENTICATED:
             why = "the server wants authentication (--auth FILE)";
             break;
-        case ADMINCONN_MASKED: why = "stats are masked (-mask)"; break;
-        case ADMINCONN_ERROR: why = "stats refused"; break;
+        case CLIENT_ADMIN_MASKED: why = "stats are masked (-mask)"; break;
+        case CLIENT_ADMIN_ERROR: why = "stats refused"; break;
         default: why = "no answer"; break;
         }
         if (rc == STATS_CMD_OK && watch_s > 0) {
             rc = _watch(&c, watch_s, count, timeout_ms, reply, &why);
         }
     }
-    adminconn_close(&c);
+    client_close(&c);
 
     if (rc == STATS_CMD_OK && watch_s == 0) {
         bool ok;

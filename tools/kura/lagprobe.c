@@ -3,22 +3,22 @@
  */
 #include "lagprobe.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "netio.h"
+#include "client.h"
 #include "util.h"
 
 #define MAX_SAMPLES 100000
 #define PROBE_TIMEOUT_US 10000000u
+#define CALL_TIMEOUT_MS 2000
+#define REPLY_MAX 4096
 
 struct lagprobe {
     char host[256];
@@ -41,53 +41,61 @@ _now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* Sends `req` and reads one reply ending in `term`; 0 on success. */
+/*
+ * Sends `req` and reads its reply within CALL_TIMEOUT_MS: a set's one
+ * line (any), or a get's values up to END. Returns 1 if the get found a
+ * value, 0 if it did not (or for a set), -1 if the connection failed or
+ * answered an error to a get.
+ */
 static int
-_call(struct netio_stream *io, const char *req, char *reply, size_t cap,
-      const char *term)
+_call(struct client *c, const char *req, bool get)
 {
-    size_t got = 0;
-    size_t tl = strlen(term);
-    if (netio_stream_send_all(io, req, strlen(req), 2000) != 0) {
+    client_set_timeout(c, CALL_TIMEOUT_MS);
+    client_append(c, req, strlen(req));
+    if (client_send_wait(c) != 0) {
         return -1;
     }
-    while (got + 1 < cap) {
-        if (netio_stream_wait_readable(io, 2000) <= 0) {
+    int found = 0;
+    for (;;) {
+        struct client_reply r;
+        enum client_reply_kind k = client_next(c, 0, CLIENT_PROTO_TEXT,
+                                               REPLY_MAX, &r);
+        if (k != CLIENT_REPLY_LINE && k != CLIENT_REPLY_VALUE) {
             return -1;
         }
-        ssize_t n = netio_stream_recv(io, reply + got, cap - 1 - got);
-        if (n < 0 && errno == EAGAIN) {
-            continue;
-        }
-        if (n <= 0) {
-            return -1;
-        }
-        got += (size_t)n;
-        reply[got] = '\0';
-        if (got >= tl && memcmp(reply + got - tl, term, tl) == 0) {
+        client_consume(c, r.len);
+        if (!get) {
             return 0;
         }
+        if (k == CLIENT_REPLY_VALUE) {
+            found = 1;
+        } else {
+            return client_reply_is(&r, "END") ? found : -1;
+        }
     }
-    return -1;
 }
 
 static void *
 _main(void *arg)
 {
     struct lagprobe *p = arg;
-    struct netio_stream a;
-    struct netio_stream b;
+    struct client a;
+    struct client b;
     char err[512];
-    if (netio_stream_connect(&a, p->host, p->primary, p->tls, 2000, err,
-                             sizeof(err)) != 0) {
+    char port[16];
+    client_init(&a, 256, REPLY_MAX);
+    client_init(&b, 256, REPLY_MAX);
+    snprintf(port, sizeof(port), "%d", p->primary);
+    if (client_open(&a, p->host, port, CALL_TIMEOUT_MS, p->tls, err,
+                    sizeof(err)) != 0) {
         fprintf(stderr, "lagprobe: %s\n", err);
     }
-    if (netio_stream_connect(&b, p->host, p->secondary, p->tls, 2000, err,
-                             sizeof(err)) != 0) {
+    snprintf(port, sizeof(port), "%d", p->secondary);
+    if (client_open(&b, p->host, port, CALL_TIMEOUT_MS, p->tls, err,
+                    sizeof(err)) != 0) {
         fprintf(stderr, "lagprobe: %s\n", err);
     }
     char req[128];
-    char reply[256];
     uint64_t seq = 0;
 
     while (a.fd >= 0 && b.fd >= 0 && !atomic_load(&p->stop) &&
@@ -95,16 +103,17 @@ _main(void *arg)
         seq++;
         snprintf(req, sizeof(req), "set lagprobe:%" PRIu64 " 0 0 1\r\nx\r\n",
                  seq);
-        if (_call(&a, req, reply, sizeof(reply), "\r\n") != 0) {
+        if (_call(&a, req, false) != 0) {
             break;
         }
         uint64_t acked = _now_us();
         snprintf(req, sizeof(req), "get lagprobe:%" PRIu64 "\r\n", seq);
         for (;;) {
-            if (_call(&b, req, reply, sizeof(reply), "END\r\n") != 0) {
+            int found = _call(&b, req, true);
+            if (found < 0) {
                 goto out;
             }
-            if (strncmp(reply, "VALUE", 5) == 0) {
+            if (found > 0) {
                 p->samples[p->n++] = _now_us() - acked;
                 break;
             }
@@ -117,8 +126,8 @@ _main(void *arg)
         usleep(p->interval_ms * 1000u);
     }
 out:
-    netio_stream_close(&a);
-    netio_stream_close(&b);
+    client_close(&a);
+    client_close(&b);
     return NULL;
 }
 
