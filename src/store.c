@@ -152,7 +152,11 @@ _damaged(struct store *s, const void *key, size_t nkey, const char *why)
     }
     _unlatch(s);
     atomic_fetch_add(&s->damage, 1);
-    atomic_store(&s->damage_at, off);
+    if (off != 0) {
+        /* A sighting that could not say where (the sweeper's walk, or a
+         * path found intact) keeps the place an earlier one found. */
+        atomic_store(&s->damage_at, off);
+    }
     if (key == NULL) {
         key = "";
     }

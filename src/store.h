@@ -330,7 +330,8 @@ enum store_status store_iter_next(struct store *s, char *key, size_t cap,
  * logged with its offset (to `log`, set once before serving), counted,
  * and the file is then not marked clean at close, so the next start
  * checks it in full and rebuilds it (D4). store_damage() returns how many
- * requests met damage and where the last one was. The abandoned call
+ * requests met damage and where the last one found was (a sighting
+ * that cannot say where, as an iteration's, keeps it). The abandoned call
  * leaves behind what Tokyo Cabinet had allocated in it (tens of bytes per
  * damaged request), the price of not ending the process.
  */

@@ -559,7 +559,9 @@ START_TEST(test_damage_while_serving)
         ck_assert(kc_check(fd, req, expect));
     }
     ck_assert(kc_check(fd, "set fresh 0 0 1\r\nx\r\n", "STORED\r\n"));
-    ck_assert_int_eq(kc_stat(fd, "kura_db_damage_seen"), 1);
+    /* The get met it; the expiry sweeper's walk may have met it too,
+     * without finding where, which must not lose the offset. */
+    ck_assert_int_ge(kc_stat(fd, "kura_db_damage_seen"), 1);
     ck_assert_int_eq(kc_stat(fd, "kura_db_damage_offset"), (long long)off);
     close(fd);
     /* A clean stop leaves the file unmarked: the next start rebuilds it. */
