@@ -8,13 +8,11 @@ any instant loses no acknowledged write, and kurad restarts by itself.
                 [--fsync always|100|never|peer] [--keep] [--budget SECONDS]
                 [--memory-limit SIZE [--prefill N]] [--verbose]
 
-The caller builds crashfs (tools/powercut and tests/powercut/run-short do,
-into build/tests/crashfs/crashfs, the default --crashfs):
+The caller builds crashfs with tests/crashfs/build (tools/powercut and
+tests/powercut/run-* do, into build/tests/crashfs/crashfs, the default
+--crashfs):
 
-    gcc -O2 -Wall -Wextra -Werror -std=gnu11 $(pkg-config --cflags fuse3) \\
-        -o build/tests/crashfs/crashfs tests/crashfs/crashfs.c \\
-        tests/crashfs/crashfs_state.c tests/crashfs/crashfs_ctl.c \\
-        $(pkg-config --libs fuse3) -lpthread
+    tests/crashfs/build build/tests/crashfs/crashfs
 
 Every cut cycle mounts crashfs over a BACKING directory that persists for a
 scenario (so the database grows, checkpoints happen, and each recovery
