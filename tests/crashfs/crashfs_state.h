@@ -6,7 +6,8 @@
  * dirty 4 KiB pages and whose unsynced namespace changes live in one ordered
  * list of directory operations. crashfs_state.c owns that model, durability
  * (fsync, fsyncdir) and the power cut; crashfs_ctl.c owns the control socket;
- * crashfs.c owns the FUSE glue and main().
+ * crashfs.c owns main() and the FUSE session, whose request handlers are in
+ * crashfs_names.c and crashfs_files.c (crashfs_fuse.h).
  */
 #ifndef CRASHFS_STATE_H
 #define CRASHFS_STATE_H

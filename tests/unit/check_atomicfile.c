@@ -16,23 +16,20 @@
 
 #include "atomicfile.h"
 #include "unit_main.h"
+#include "unit_tmpdir.h"
 
-static char dir[64];
+static char dir[UNIT_TMPDIR_MAX];
 
 static void
 _setup(void)
 {
-    snprintf(dir, sizeof(dir), "/tmp/check_atomicfile.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    unit_tmpdir_make(dir, sizeof(dir), "check_atomicfile");
 }
 
 static void
 _teardown(void)
 {
-    char cmd[128];
-
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    unit_tmpdir_remove(dir);
 }
 
 static void

@@ -15,23 +15,22 @@
 #include "record.h"
 #include "tcfile.h"
 #include "unit_main.h"
+#include "unit_tmpdir.h"
 
-static char dir[64];
-static char path[128];
+static char dir[UNIT_TMPDIR_MAX];
+static char path[UNIT_TMPDIR_MAX + 32];
 
 static void
 _setup(void)
 {
-    snprintf(dir, sizeof(dir), "/tmp/kura-dbcheck-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(path, sizeof(path), "%s/db.tch", dir);
+    unit_tmpdir_make(dir, sizeof(dir), "check_dbcheck");
+    unit_tmpdir_path(path, sizeof(path), dir, "db.tch");
 }
 
 static void
 _teardown(void)
 {
-    unlink(path);
-    rmdir(dir);
+    unit_tmpdir_remove(dir);
 }
 
 /* Stores `key` with a kura envelope and `vlen` bytes of value. */

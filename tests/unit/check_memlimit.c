@@ -18,22 +18,20 @@
 
 #include "memlimit.h"
 #include "unit_main.h"
+#include "unit_tmpdir.h"
 
-static char root[64];
+static char root[UNIT_TMPDIR_MAX];
 
 static void
 _setup(void)
 {
-    snprintf(root, sizeof(root), "/tmp/kura-memlimit-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(root));
+    unit_tmpdir_make(root, sizeof(root), "check_memlimit");
 }
 
 static void
 _teardown(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-    ck_assert_int_eq(system(cmd), 0);
+    unit_tmpdir_remove(root);
 }
 
 /* Writes `text` to `root``path`, making its directories. */

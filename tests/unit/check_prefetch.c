@@ -23,25 +23,23 @@
 #include "record.h"
 #include "store.h"
 #include "unit_main.h"
+#include "unit_tmpdir.h"
 #include "util.h"
 
-static char dir[64];
-static char path[128];
+static char dir[UNIT_TMPDIR_MAX];
+static char path[UNIT_TMPDIR_MAX + 32];
 
 static void
 _setup(void)
 {
-    snprintf(dir, sizeof(dir), "/tmp/kura-prefetch-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(path, sizeof(path), "%s/db.tch", dir);
+    unit_tmpdir_make(dir, sizeof(dir), "check_prefetch");
+    unit_tmpdir_path(path, sizeof(path), dir, "db.tch");
 }
 
 static void
 _teardown(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    unit_tmpdir_remove(dir);
 }
 
 static struct store *

@@ -16,23 +16,22 @@
 
 #include "repl_auth.h"
 #include "unit_main.h"
+#include "unit_tmpdir.h"
 
-static char dir[64];
-static char path[128];
+static char dir[UNIT_TMPDIR_MAX];
+static char path[UNIT_TMPDIR_MAX + 32];
 
 static void
 _setup(void)
 {
-    snprintf(dir, sizeof(dir), "/tmp/kura-auth-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(path, sizeof(path), "%s/key", dir);
+    unit_tmpdir_make(dir, sizeof(dir), "check_repl_auth");
+    unit_tmpdir_path(path, sizeof(path), dir, "key");
 }
 
 static void
 _teardown(void)
 {
-    unlink(path);
-    rmdir(dir);
+    unit_tmpdir_remove(dir);
 }
 
 static void

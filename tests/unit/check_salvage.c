@@ -18,28 +18,26 @@
 #include "store.h"
 #include "tcfile.h"
 #include "unit_main.h"
+#include "unit_tmpdir.h"
 
-static char dir[64];
-static char path[128];
+static char dir[UNIT_TMPDIR_MAX];
+static char path[UNIT_TMPDIR_MAX + 32];
 static struct dbspec spec;
 
 static void
 _setup(void)
 {
     char err[256];
-    snprintf(dir, sizeof(dir), "/tmp/kura-salvage-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(path, sizeof(path), "%s/db.tch#bnum=1009", dir);
+    unit_tmpdir_make(dir, sizeof(dir), "check_salvage");
+    unit_tmpdir_path(path, sizeof(path), dir, "db.tch#bnum=1009");
     ck_assert(dbspec_parse(path, &spec, err, sizeof(err)));
-    snprintf(path, sizeof(path), "%s/db.tch", dir);
+    unit_tmpdir_path(path, sizeof(path), dir, "db.tch");
 }
 
 static void
 _teardown(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    unit_tmpdir_remove(dir);
 }
 
 /* A stored record: envelope with stamp `ts`, then `value`. */
@@ -361,9 +359,9 @@ START_TEST(test_compressed_database)
     struct salvage_report r;
     char err[256];
     char v[64];
-    snprintf(path, sizeof(path), "%s/db.tch#bnum=1009#opts=d", dir);
+    unit_tmpdir_path(path, sizeof(path), dir, "db.tch#bnum=1009#opts=d");
     ck_assert(dbspec_parse(path, &spec, err, sizeof(err)));
-    snprintf(path, sizeof(path), "%s/db.tch", dir);
+    unit_tmpdir_path(path, sizeof(path), dir, "db.tch");
     _build(500, 30);
     struct dbcheck_report cr;
     ck_assert_int_eq(dbcheck_file(path, DBCHECK_DEEP, &cr), DBCHECK_OK);

@@ -21,8 +21,9 @@
 
 #include "tls.h"
 #include "unit_main.h"
+#include "unit_tmpdir.h"
 
-static char dir[256];
+static char dir[UNIT_TMPDIR_MAX];
 
 static const char *
 _at(const char *name)
@@ -41,8 +42,7 @@ _setup(void)
     char cmd[1024];
 
     signal(SIGPIPE, SIG_IGN);
-    snprintf(dir, sizeof(dir), "/tmp/kura-tls-unit-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    unit_tmpdir_make(dir, sizeof(dir), "check_tls");
     snprintf(cmd, sizeof(cmd), "%s/tests/tls/make-certs %s",
              src != NULL ? src : ".", dir);
     ck_assert_int_eq(system(cmd), 0);
@@ -51,9 +51,7 @@ _setup(void)
 static void
 _teardown(void)
 {
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    unit_tmpdir_remove(dir);
 }
 
 static void

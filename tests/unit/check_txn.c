@@ -18,12 +18,13 @@
 #include "txn.h"
 #include "ulog.h"
 #include "unit_main.h"
+#include "unit_tmpdir.h"
 #include "util.h"
 
 static struct store *store;
 static struct clock clk;
 static struct txn_engine eng;
-static char dir[64];
+static char dir[UNIT_TMPDIR_MAX];
 
 static void
 _setup(void)
@@ -31,16 +32,15 @@ _setup(void)
     struct dbspec spec;
     char err[256];
 
-    snprintf(dir, sizeof(dir), "/tmp/kura-txn-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    char path[128];
-    snprintf(path, sizeof(path), "%s/t.tch", dir);
+    unit_tmpdir_make(dir, sizeof(dir), "check_txn");
+    char path[UNIT_TMPDIR_MAX + 32];
+    unit_tmpdir_path(path, sizeof(path), dir, "t.tch");
     ck_assert(dbspec_parse(path, &spec, err, sizeof(err)));
     store = store_open(&spec, NULL, NULL, err, sizeof(err));
     ck_assert_ptr_nonnull(store);
     clock_init(&clk, 0);
-    char flush[160];
-    snprintf(flush, sizeof(flush), "%s/t.tch.flush", dir);
+    char flush[UNIT_TMPDIR_MAX + 32];
+    unit_tmpdir_path(flush, sizeof(flush), dir, "t.tch.flush");
     /* Few stripes, so that batches collide often. */
     ck_assert_int_eq(txn_engine_init(&eng, store, &clk, NULL, 1, 64, flush, err,
                                      sizeof(err)),
@@ -50,11 +50,9 @@ _setup(void)
 static void
 _teardown(void)
 {
-    char cmd[128];
     txn_engine_deinit(&eng);
     store_close(store);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    unit_tmpdir_remove(dir);
 }
 
 static void
@@ -275,7 +273,7 @@ START_TEST(test_flush_state_persists)
     struct txn_batch b;
     struct expiry_flush f;
     char err[256];
-    char flush[160];
+    char flush[UNIT_TMPDIR_MAX + 32];
 
     ck_assert_int_eq(txn_batch_init(&b, &eng, 1024), 0);
     ck_assert_int_eq(txn_flush_all(&b, 0), TXN_OK);
@@ -286,7 +284,7 @@ START_TEST(test_flush_state_persists)
     txn_batch_deinit(&b);
     /* A new engine over the same files loads the same state. */
     struct txn_engine again;
-    snprintf(flush, sizeof(flush), "%s/t.tch.flush", dir);
+    unit_tmpdir_path(flush, sizeof(flush), dir, "t.tch.flush");
     ck_assert_int_eq(txn_engine_init(&again, store, &clk, NULL, 1, 64, flush, err,
                                      sizeof(err)),
                      0);
@@ -443,10 +441,9 @@ _setup_logged(bool threads)
     struct ulog_recovery rec;
     char err[256];
 
-    snprintf(dir, sizeof(dir), "/tmp/kura-txn-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    char path[128];
-    snprintf(path, sizeof(path), "%s/t.tch", dir);
+    unit_tmpdir_make(dir, sizeof(dir), "check_txn");
+    char path[UNIT_TMPDIR_MAX + 32];
+    unit_tmpdir_path(path, sizeof(path), dir, "t.tch");
     ck_assert(dbspec_parse(path, &spec, err, sizeof(err)));
     store = store_open(&spec, NULL, NULL, err, sizeof(err));
     ck_assert_ptr_nonnull(store);
@@ -487,13 +484,11 @@ _setup_logged_threads(void)
 static void
 _teardown_logged(void)
 {
-    char cmd[128];
     txn_engine_deinit(&eng);
     ulog_close(ulog);
     store_close(store);
     log_close(&lg);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    unit_tmpdir_remove(dir);
 }
 
 /* What the store itself holds for `key`, bypassing every batch. */

@@ -20,9 +20,10 @@
 #include "record.h"
 #include "ulog.h"
 #include "unit_main.h"
+#include "unit_tmpdir.h"
 #include "util.h"
 
-static char dir[64];
+static char dir[UNIT_TMPDIR_MAX];
 static struct logger lg;
 static struct clock clk;
 static uint64_t peers_acked = UINT64_MAX;
@@ -30,8 +31,7 @@ static uint64_t peers_acked = UINT64_MAX;
 static void
 _setup(void)
 {
-    snprintf(dir, sizeof(dir), "/tmp/kura-ulog-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    unit_tmpdir_make(dir, sizeof(dir), "check_ulog");
     log_open(&lg, "/dev/null", LOG_ERROR);
     clock_init(&clk, 0);
     peers_acked = UINT64_MAX;
@@ -40,9 +40,7 @@ _setup(void)
 static void
 _teardown(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    unit_tmpdir_remove(dir);
     log_close(&lg);
 }
 

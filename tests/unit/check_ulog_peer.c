@@ -19,17 +19,17 @@
 #include "ulog.h"
 #include "ulog_peer.h"
 #include "unit_main.h"
+#include "unit_tmpdir.h"
 #include "util.h"
 
-static char dir[64];
+static char dir[UNIT_TMPDIR_MAX];
 static struct logger lg;
 static struct clock clk;
 
 static void
 _setup(void)
 {
-    snprintf(dir, sizeof(dir), "/tmp/kura-ulogpeer-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    unit_tmpdir_make(dir, sizeof(dir), "check_ulog_peer");
     log_open(&lg, "/dev/null", LOG_ERROR);
     clock_init(&clk, 0);
 }
@@ -37,9 +37,7 @@ _setup(void)
 static void
 _teardown(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    unit_tmpdir_remove(dir);
     log_close(&lg);
 }
 

@@ -18,8 +18,7 @@ void
 engine_fixture_setup(struct engine_fixture *f)
 {
     memset(f, 0, sizeof(*f));
-    snprintf(f->dir, sizeof(f->dir), "/tmp/kura-unit-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(f->dir));
+    unit_tmpdir_make(f->dir, sizeof(f->dir), "engine_fixture");
     ck_assert_int_eq(log_open(&f->log, "/dev/null", LOG_ERROR), 0);
     clock_init(&f->clk, 0);
     f->peers_acked = UINT64_MAX;
@@ -28,12 +27,9 @@ engine_fixture_setup(struct engine_fixture *f)
 void
 engine_fixture_teardown(struct engine_fixture *f)
 {
-    char cmd[128];
-
     engine_fixture_close(f);
     log_close(&f->log);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-    ck_assert_int_eq(system(cmd), 0);
+    unit_tmpdir_remove(f->dir);
 }
 
 void

@@ -26,9 +26,10 @@
 #include "store.h"
 #include "txn.h"
 #include "ulog.h"
+#include "unit_tmpdir.h"
 
 struct engine_fixture {
-    char dir[64];         /* the temporary directory */
+    char dir[UNIT_TMPDIR_MAX]; /* the temporary directory (unit_tmpdir) */
     struct logger log;    /* to /dev/null */
     struct clock clk;
     struct store *store;  /* NULL until engine_fixture_open_store() */
