@@ -310,6 +310,7 @@ _acknowledge(struct repl_receiver *s, struct session *ss,
     struct repl_position d = repl_progress_durable(&s->progress, durable);
     /* Published for the other threads; it never goes back (R8). */
     pthread_mutex_lock(&s->lock);
+    assert(d.lsn >= s->rts && d.seq >= s->rts_seq); /* R8 */
     s->rts = d.lsn;
     s->rts_seq = d.seq;
     pthread_mutex_unlock(&s->lock);
@@ -332,6 +333,7 @@ _persist(struct repl_receiver *s)
     uint64_t seq = s->rts_seq;
     pthread_mutex_unlock(&s->lock);
     if (lsn > s->persisted) {
+        assert(lsn <= repl_receiver_applied(s)); /* R8: never ahead */
         _write_rts(s, lsn, seq);
         s->persisted = lsn;
     }
