@@ -34,12 +34,17 @@ repl_progress_commit(struct repl_progress *p, uint64_t local_lsn,
     }
     p->wait[i].local_lsn = local_lsn;
     p->wait[i].at = at;
+    assert(p->nwait <= REPL_PROGRESS_KEEP); /* R8: merged, not dropped */
 }
 
 struct repl_position
 repl_progress_durable(struct repl_progress *p, uint64_t local_durable)
 {
+#ifndef NDEBUG
+    struct repl_position was = p->durable;
+#endif
     int done = 0;
+    assert(p->nwait >= 0 && p->nwait <= REPL_PROGRESS_KEEP);
     while (done < p->nwait && p->wait[done].local_lsn <= local_durable) {
         /* R8: positions only move forward. */
         if (p->wait[done].at.lsn > p->durable.lsn) {
@@ -53,5 +58,8 @@ repl_progress_durable(struct repl_progress *p, uint64_t local_durable)
     memmove(p->wait, p->wait + done,
             (size_t)(p->nwait - done) * sizeof(p->wait[0]));
     p->nwait -= done;
+    /* R8: never back, and nothing durable is left waiting. */
+    assert(p->durable.lsn >= was.lsn && p->durable.seq >= was.seq);
+    assert(p->nwait == 0 || p->wait[0].local_lsn > local_durable);
     return p->durable;
 }

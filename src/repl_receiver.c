@@ -23,8 +23,8 @@
 #include "repl_proto.h"
 #include "util.h"
 
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 5000
+#define BACKOFF_MIN_MS REPL_RECEIVER_BACKOFF_MIN_MS
+#define BACKOFF_MAX_MS REPL_RECEIVER_BACKOFF_MAX_MS
 /* After the master came back: how often and how long to retry while it
  * catches up before listening (its -catchup, 30 s by default). */
 #define PEER_BACK_RETRY_MS 20
@@ -138,8 +138,17 @@ static unsigned
 _retry_pause(struct repl_receiver *s, unsigned backoff)
 {
     bool soon = util_mono_ms() < s->peer_back_until;
-    if (_pause(s, soon ? PEER_BACK_RETRY_MS : backoff, true)) {
+    bool back = _pause(s, soon ? PEER_BACK_RETRY_MS : backoff, true);
+    if (back) {
         s->peer_back_until = util_mono_ms() + PEER_BACK_WINDOW_MS;
+    }
+    return repl_receiver_next_backoff(backoff, soon, back);
+}
+
+unsigned
+repl_receiver_next_backoff(unsigned backoff, bool soon, bool back)
+{
+    if (back) {
         return BACKOFF_MIN_MS;
     }
     if (soon) {
@@ -301,6 +310,7 @@ _acknowledge(struct repl_receiver *s, struct session *ss,
     struct repl_position d = repl_progress_durable(&s->progress, durable);
     /* Published for the other threads; it never goes back (R8). */
     pthread_mutex_lock(&s->lock);
+    assert(d.lsn >= s->rts && d.seq >= s->rts_seq); /* R8 */
     s->rts = d.lsn;
     s->rts_seq = d.seq;
     pthread_mutex_unlock(&s->lock);
@@ -323,6 +333,7 @@ _persist(struct repl_receiver *s)
     uint64_t seq = s->rts_seq;
     pthread_mutex_unlock(&s->lock);
     if (lsn > s->persisted) {
+        assert(lsn <= repl_receiver_applied(s)); /* R8: never ahead */
         _write_rts(s, lsn, seq);
         s->persisted = lsn;
     }
@@ -604,6 +615,20 @@ _session(struct repl_receiver *s, struct netio_stream *io)
     buf_deinit(&ss.in);
 }
 
+void
+repl_receiver_follow(struct repl_receiver *s, struct netio_stream *io)
+{
+    pthread_mutex_lock(&s->lock);
+    s->fd = io->fd;
+    pthread_mutex_unlock(&s->lock);
+    _session(s, io);
+    pthread_mutex_lock(&s->lock);
+    s->fd = -1;
+    s->st.connected = false;
+    pthread_mutex_unlock(&s->lock);
+    _first_outcome(s, REPL_RECEIVER_FIRST_FAILED); /* if it had not */
+}
+
 static void *
 _main(void *arg)
 {
@@ -627,16 +652,8 @@ _main(void *arg)
             continue;
         }
         s->peer_back_until = 0; /* it listens */
-        pthread_mutex_lock(&s->lock);
-        s->fd = io.fd;
-        pthread_mutex_unlock(&s->lock);
         uint64_t started = util_mono_ms();
-        _session(s, &io);
-        pthread_mutex_lock(&s->lock);
-        s->fd = -1;
-        s->st.connected = false;
-        pthread_mutex_unlock(&s->lock);
-        _first_outcome(s, REPL_RECEIVER_FIRST_FAILED); /* if it had not */
+        repl_receiver_follow(s, &io);
         netio_stream_close(&io);
         if (util_mono_ms() - started > 1000) {
             backoff = BACKOFF_MIN_MS;

@@ -118,6 +118,29 @@ void repl_receiver_stats(struct repl_receiver *s,
  */
 void repl_receiver_peer_back(struct repl_receiver *s);
 
+/*
+ * One session with the master over `io`, a connected stream (plaintext or
+ * TLS): the handshake, then frames applied, logged and acknowledged until
+ * the master closes the connection, refuses, sends garbage or is silent
+ * for 5 s, or the receiver stops. The receiver's thread calls it for each
+ * connection it makes (unit tests, over a socketpair); `io` stays the
+ * caller's to close. Ends the first attempt (repl_receiver_first()) as
+ * failed if it had not caught up. One session at a time per receiver.
+ */
+void repl_receiver_follow(struct repl_receiver *s, struct netio_stream *io);
+
+#define REPL_RECEIVER_BACKOFF_MIN_MS 100
+#define REPL_RECEIVER_BACKOFF_MAX_MS 5000
+
+/*
+ * The pause before the next reconnection, after one of `backoff` ms: back
+ * to REPL_RECEIVER_BACKOFF_MIN_MS when the master came `back` during it;
+ * unchanged while `soon` (the master came back a short while ago and is
+ * retried every 20 ms meanwhile); otherwise doubled, up to
+ * REPL_RECEIVER_BACKOFF_MAX_MS. Pure; any thread.
+ */
+unsigned repl_receiver_next_backoff(unsigned backoff, bool soon, bool back);
+
 /* Stops the thread, persists the position and frees `s`. NULL-safe. */
 void repl_receiver_destroy(struct repl_receiver *s);
 

@@ -3,6 +3,7 @@
  */
 #include "repl_sender.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -426,6 +427,8 @@ _send_snapshot(struct sender *s, struct peer *p, uint64_t *sent)
     }
     store_iter_release(m->store);
     free(scratch);
+    /* R1: the snapshot's lsn names only logged, applied changes. */
+    assert(safe <= ulog_applied_lsn(m->ulog));
     ok = ok && !_stopped(s) &&
          _queue(s, frame, repl_encode_u64(frame, REPL_FRAME_SNAP_END,
                                           count)) == 0 &&
@@ -586,11 +589,14 @@ _stream(struct sender *s, struct peer *p, struct ulog_reader *r)
         struct logrec rec;
         enum ulog_status st = ulog_reader_next(r, &rec, m->durable_only);
         if (st == ULOG_OK) {
+            /* U1 as the peer sees it: records in log order. */
+            assert(rec.seq > pos_seq);
             pos_seq = rec.seq;
             if (rec.sid == s->hello.sid && rec.lsn > s->own_until) {
                 continue; /* never send a change back where it came from,
                            * except what it asked to get back (R6) */
             }
+            assert(rec.sid != s->hello.sid || s->own_until > 0); /* R6 */
             uint8_t hdr[REPL_FRAME_HEADER];
             repl_frame_header(hdr, REPL_FRAME_RECORD, rec.len);
             if (_queue(s, hdr, sizeof(hdr)) != 0 ||
@@ -670,6 +676,7 @@ _send_backup(struct sender *s, const char *peer)
         struct logrec rec;
         enum ulog_status st = ulog_reader_next(r, &rec, m->durable_only);
         if (st == ULOG_OK) {
+            assert(rec.lsn > from); /* R2: the records after the snapshot */
             if (rec.lsn > end) {
                 ok = true;
                 break;
@@ -701,6 +708,7 @@ _send_backup(struct sender *s, const char *peer)
         uint64_t last_seq;
         uint8_t hb[REPL_HEARTBEAT_LEN];
         ulog_position(m->ulog, &last_lsn, &last_seq);
+        assert(end <= last_lsn); /* R2: P was logged */
         repl_encode_heartbeat(hb, last_lsn, last_seq, end, end_seq,
                               util_now_us());
         ok = _queue(s, hb, sizeof(hb)) == 0 && _flush(s) == 0;
@@ -728,6 +736,7 @@ _serve_backup(struct sender *s)
     pthread_mutex_unlock(&m->lock);
     uint64_t floor = ulog_applied_lsn(m->ulog);
     pthread_mutex_lock(&m->lock);
+    assert(s->backup && s->hold == 0); /* R3: held from the start */
     s->hold = floor;
     pthread_mutex_unlock(&m->lock);
 

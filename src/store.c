@@ -3,6 +3,7 @@
  */
 #include "store.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -536,10 +537,13 @@ store_close(struct store *s)
         int fd = open(s->path, O_RDWR | O_CLOEXEC);
         if (st != STORE_OK || fd < 0 || fsync(fd) != 0) {
             st = STORE_EIO;
-        } else if (atomic_load(&s->damage) == 0 &&
-                   _patch(s->path, TCFILE_KURA_CLEAN_OFF, &one, 1) != 0) {
-            st = STORE_EIO; /* damage seen: leave it for the next check */
-        }
+        } else if (atomic_load(&s->damage) == 0) {
+            /* D2: marked clean only once everything was synced. */
+            assert(st == STORE_OK && fd >= 0);
+            if (_patch(s->path, TCFILE_KURA_CLEAN_OFF, &one, 1) != 0) {
+                st = STORE_EIO;
+            }
+        } /* damage seen: leave it for the next check */
         if (fd >= 0) {
             close(fd);
         }
@@ -622,6 +626,7 @@ store_put(struct store *s, const void *key, size_t nkey, uint8_t *rec,
         tcmdbput(s->mdb, key, (int)nkey, rec, (int)len);
         return STORE_OK;
     }
+    assert(s->hdb != NULL);
     record_seal(rec, len, key, nkey, s->salt); /* D3 */
     if (sigsetjmp(t_guard.env, 0) != 0) {
         t_guard.armed = 0;

@@ -93,6 +93,9 @@ _scan_segment(const char *dir, const struct segment *s, uint64_t *valid,
     }
     free(buf);
     close(fd);
+    /* U1: what the scan keeps follows the segment's header in order. */
+    assert(lsn >= s->base_lsn && seq >= s->base_seq);
+    assert(off >= ULOG_SEGMENT_HEADER);
     *valid = off;
     *last_lsn = lsn;
     *last_seq = seq;
@@ -148,6 +151,12 @@ _create_segment(struct ulog *u, uint64_t no, char *err, size_t errlen)
     uint8_t h[ULOG_SEGMENT_HEADER];
     struct segment s = {no, u->last_lsn, u->last_seq, ULOG_SEGMENT_HEADER};
 
+    /* U1: segments follow each other, each header naming the record
+     * before it. */
+    assert(u->nsegs == 0 || no == u->segs[u->nsegs - 1].no + 1);
+    assert(u->nsegs == 0 || s.base_lsn >= u->segs[u->nsegs - 1].base_lsn);
+    /* U9: the segment before is durable before the next one begins. */
+    assert(u->nsegs == 0 || u->synced_lsn == u->last_lsn);
     if (u->nsegs == u->cap) {
         size_t cap = u->cap == 0 ? 16 : u->cap * 2;
         struct segment *grown = realloc(u->segs, cap * sizeof(*grown));
@@ -326,6 +335,8 @@ ulog_open(const struct ulog_options *o, struct ulog_recovery *rec, char *err,
             }
             last->size = valid;
         }
+        /* U3: nothing past the last intact record is kept. */
+        assert(last->size == valid);
         u->active_fd = open(path, O_RDWR | O_CLOEXEC);
         if (u->active_fd < 0) {
             snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
@@ -483,6 +494,9 @@ ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
         pthread_mutex_unlock(&u->lock);
         return ULOG_EFAILED;
     }
+    /* U6: no zeros are being written where this append lands. */
+    assert(u->zeroing_no != active->no ||
+           active->size + len <= u->zeroing_from);
     if (active->size > ULOG_SEGMENT_HEADER &&
         active->size + len > u->o.segment_max &&
         util_mono_ms() >= u->rotate_retry_ms) {
@@ -518,6 +532,12 @@ ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
         }
         off += rlen;
     }
+    /* U1: strictly increasing lsn, dense seq, and the records fill the
+     * buffer exactly. */
+    assert(n == 0 || (first > u->last_lsn && lsn >= first));
+    assert(seq == u->last_seq + n);
+    assert(off == len);
+    assert(active->size >= ULOG_SEGMENT_HEADER);
     if (ulog_write_full(u->active_fd, buf, len, active->size) != 0) {
         int saved = errno;
         /* Cut any partial write past the prepared zeros; inside them, the
@@ -543,6 +563,8 @@ ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
     u->total_appended += len;
     u->last_lsn = lsn;
     u->last_seq = seq;
+    /* U10, U12: nothing counts as synced that was not written. */
+    assert(u->synced_lsn <= u->last_lsn);
     if (n > 0) {
         _note_origin(u, run_sid, lsn);
     }

@@ -69,11 +69,17 @@ _purge(struct ulog *u)
         if (!behind_checkpoint || !(everyone_has_it || too_many)) {
             break;
         }
+        /* U5: every record of the segment is behind the checkpoint, and
+         * every peer has it or the peer is too far behind to keep. */
+        assert(end <= u->checkpoint_lsn && (end <= acked || too_many));
         removable[nremove++] = u->segs[0].no;
         memmove(u->segs, u->segs + 1, (u->nsegs - 1) * sizeof(*u->segs));
         u->nsegs--;
         u->purged++;
+        /* U5, U4: redo from the checkpoint still finds its records. */
+        assert(u->segs[0].base_lsn <= u->checkpoint_lsn);
     }
+    assert(u->nsegs >= 1); /* U5: the active segment is never removed */
     pthread_mutex_unlock(&u->lock);
     char path[PATH_MAX];
     for (int i = 0; i < nremove; i++) {
@@ -100,6 +106,8 @@ ulog_checkpoint(struct ulog *u)
 
     pthread_mutex_lock(&u->lock);
     uint64_t lsn = _applied_lsn_locked(u);
+    /* U4: the checkpoint never names a record that is not logged. */
+    assert(lsn <= u->last_lsn);
     uint64_t seq = lsn == u->last_lsn ? u->last_seq : 0;
     uint64_t bytes = u->total_appended;
     uint32_t salt = u->o.db_salt != NULL ? u->o.db_salt(u->o.arg) : 0;
@@ -130,6 +138,7 @@ ulog_checkpoint(struct ulog *u)
             return ULOG_EIO;
         }
         pthread_mutex_lock(&u->lock);
+        assert(lsn <= u->last_lsn); /* U4 */
         u->checkpoint_lsn = lsn;
         u->checkpoint_db_salt = salt;
         u->bytes_at_checkpoint = bytes;

@@ -131,9 +131,12 @@ _sync_locked(struct ulog *u)
     }
     u->syncs++;
     u->last_sync_ms = util_mono_ms();
+    /* U12: the sync covered what was written when it began, no more. */
+    assert(target <= u->last_lsn);
     if (target > u->synced_lsn) {
         u->synced_lsn = target;
     }
+    assert(u->synced_lsn <= u->last_lsn); /* U10, U12 */
     (void)ulog_peer_refresh_locked(u); /* U11: releases only in fallback */
     ulog_publish_locked(u);
     pthread_cond_broadcast(&u->grown);
@@ -267,11 +270,15 @@ _prepare_locked(struct ulog *u)
         }
         size_t n = to - off < sizeof(zeros) ? (size_t)(to - off)
                                             : sizeof(zeros);
+        assert(off >= active->size); /* U6: zeros go past the end */
         u->zeroing_no = no;
         u->zeroing_from = off;
         pthread_mutex_unlock(&u->lock);
         ok = ulog_write_full(fd, zeros, n, off) == 0;
         pthread_mutex_lock(&u->lock);
+        /* U6: no append reached the chunk while it was written. */
+        assert(u->segs[u->nsegs - 1].no != no ||
+               u->segs[u->nsegs - 1].size <= off);
         u->zeroing_no = 0;
         pthread_cond_broadcast(&u->zeroed);
         off += n;

@@ -45,8 +45,6 @@ reply_fixture_escape(const void *p, size_t n, char *out, size_t cap)
 static inline void
 reply_fixture_expect(struct buf *out, const void *want, size_t n, int line)
 {
-    /* memcmp() must not see the NULL head of an empty buffer, even for
-     * no bytes (UBSan). */
     if (buf_len(out) != n || (n > 0 && memcmp(buf_head(out), want, n) != 0)) {
         char got[2048];
         char exp[2048];
