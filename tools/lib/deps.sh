@@ -101,6 +101,11 @@ kura_build() {
         make -C "$top" -s distclean >&2 || rm -f "$top/config.status"
     fi
     mkdir -p "$dir"
+    # The kura command was built as tools/kura before its sources moved
+    # into tools/kura/; an older build tree's binary blocks the directory.
+    if [ -f "$dir/tools/kura" ]; then
+        rm -f "$dir/tools/kura"
+    fi
     local stamp="$dir/.configured-with"
     if [ ! -f "$dir/Makefile" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$*" ]; then
         (cd "$dir" && "$top/configure" -q "$@" >&2)
