@@ -125,6 +125,8 @@ static const struct {
      "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n"},
     {REPLY_MEMLIMIT_NOT_BYTES,
      "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes\r\n"},
+    {REPLY_SLABS_SAME, "SAME src and dst class are identical\r\n"},
+    {REPLY_SLABS_BADCLASS, "BADCLASS invalid src or dst class id\r\n"},
 };
 
 #define N_TEXT_LINES (sizeof(text_lines) / sizeof(text_lines[0]))
