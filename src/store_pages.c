@@ -20,7 +20,8 @@
 /*
  * How Tokyo Cabinet reads the file: one record here, one there. The
  * kernel's read-ahead guesses otherwise; on the virtual disk measured
- * (etc/tuning.md, "Data larger than memory") it read 8 MiB around every
+ * (etc/tuning-experiments.md, "Data larger than memory: what was
+ * measured") it read 8 MiB around every
  * page fault of the mapping and 16 KiB for a pread() of one record, and
  * under a memory limit smaller than the database that read-ahead pushed
  * out what the next lookups needed (243 gets/s). Read-ahead stays on for
