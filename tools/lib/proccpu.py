@@ -12,6 +12,7 @@ From Python (tools/lib on sys.path):
     ... the run ...
     after = proccpu.snapshot([pid, ...])
     us = proccpu.us_per_op(before, after, ops)      # server CPU per op
+    by_thread = proccpu.thread_ticks(pid)            # {thread name: ticks}
     idle, steal = proccpu.host_shares(before, after) # percent of the host
 
 From the shell (tools/lib/servers.sh wraps these):
@@ -66,6 +67,26 @@ def process_ticks(pids, tree=False):
             if f:
                 total += int(f[11]) + int(f[12])  # utime, stime
     return total
+
+
+def thread_ticks(pid):
+    """User + system ticks of each thread of pid, summed by thread name
+    (kura-worker0, kura-sync...), as a dict."""
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        f = text.rsplit(")", 1)[1].split()
+        out[name] = out.get(name, 0) + int(f[11]) + int(f[12])
+    return out
 
 
 def snapshot(pids, tree=False):
