@@ -38,6 +38,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import memcg  # noqa: E402
+import proccpu  # noqa: E402  the server's CPU from /proc
 
 MIB = 1 << 20
 # Bytes one record takes in the file, bucket included (measured on loads:
@@ -164,7 +165,7 @@ class Kurad:
             fields = f.read().rsplit(")", 1)[1].split()
         return {"read_bytes": io["read_bytes"], "write_bytes": io["write_bytes"],
                 "majflt": int(fields[9]),
-                "cpu_ticks": int(fields[11]) + int(fields[12])}
+                "cpu": proccpu.snapshot([pid])}
 
     def rss(self):
         with open("/proc/%d/status" % self.proc.pid) as f:
@@ -242,8 +243,7 @@ def measure(args, kd, cg, workload, conns, kind, records, state):
         "majflt_per_op": (p1["majflt"] - p0["majflt"]) / ops,
         "read_kib_per_op": (p1["read_bytes"] - p0["read_bytes"]) / ops / 1024,
         "written_kib_per_op": (p1["write_bytes"] - p0["write_bytes"]) / ops / 1024,
-        "cpu_us_per_op": (p1["cpu_ticks"] - p0["cpu_ticks"]) * 1e6 /
-                         os.sysconf("SC_CLK_TCK") / ops,
+        "cpu_us_per_op": proccpu.us_per_op(p0["cpu"], p1["cpu"], ops),
         "checkpoints": delta("kura_ulog_checkpoints"),
         "write_backs": delta("kura_ulog_write_backs"),
         "prefetch_waits_per_op": delta("kura_prefetch_waits") / ops,

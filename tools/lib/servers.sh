@@ -5,6 +5,8 @@
 #   port=$(kura_free_port)
 #   kura_wait_ready PORT SECONDS WHO   # WHO names the caller in the error
 #   value=$(kura_stat PORT NAME)         # one line of `stats`, 0 if absent
+#   before=$(kura_cpu_snap PID...)       # the servers' CPU (proccpu.py)
+#   us=$(kura_cpu_us_per_op "$before" "$(kura_cpu_snap PID...)" OPS)
 
 # Prints a TCP port on 127.0.0.1 that nothing listens on right now.
 kura_free_port() {
@@ -49,4 +51,17 @@ for line in buf.decode().split("\r\n"):
 else:
     print(0)
 PY
+}
+
+# Prints a snapshot of the CPU time of the processes PID... (user +
+# system, every thread; `--tree PID...` adds their descendants) and of the
+# host, as JSON for kura_cpu_us_per_op (tools/lib/proccpu.py reads /proc).
+kura_cpu_snap() {
+    python3 "$(dirname "${BASH_SOURCE[0]}")/proccpu.py" snap "$@"
+}
+
+# Prints the microseconds of CPU per operation between two snapshots of
+# kura_cpu_snap, over OPS operations.
+kura_cpu_us_per_op() {
+    python3 "$(dirname "${BASH_SOURCE[0]}")/proccpu.py" per-op "$1" "$2" "$3"
 }
