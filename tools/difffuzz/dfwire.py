@@ -191,17 +191,21 @@ class Approx:
         return "~%d" % self.n
 
 
-_PADDED = re.compile(rb"^([0-9]+) +$")
+_PADDING = re.compile(rb"([0-9]) +")
 
 
 def _unpadded(data):
-    """A counter's digits without the spaces an incr or decr left after
-    them, or None. memcached pads a shorter number in place only when no
-    other thread holds the item at that moment, and otherwise stores the
-    digits alone, so the padding is compared as if absent (kura always
-    pads; the conformance transcripts pin that down)."""
-    m = _PADDED.match(data)
-    return m.group(1) if m else None
+    """A value without the spaces an incr or decr may have left after a
+    number's digits, or None if it has none. memcached pads a shorter
+    number in place only when no other thread holds the item at that
+    moment, and otherwise stores the digits alone, so the padding is
+    compared as if absent (kura always pads; the conformance transcripts
+    pin that down). A later append or prepend carries the padding inside
+    the value (doc/protocol.md, difference 19), so every run of spaces
+    after a digit is dropped, on both servers' replies alike."""
+    if not _PADDING.search(data):
+        return None
+    return _PADDING.sub(rb"\1", data)
 
 
 def _sort_prefix_runs(items):
