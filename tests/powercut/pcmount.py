@@ -116,7 +116,12 @@ class CrashMount:
 
     def abort_and_unmount(self):
         """Abort the FUSE connection, lazily unmount; does not wait."""
-        abort = "/sys/fs/fuse/connections/%d/abort" % self.minor if self.minor else None
+        # Only while the mount is still this one's: a connection number
+        # is reused once its mount is gone, and aborting another run's
+        # (power-cut runs share the machine in make check) broke its mount.
+        abort = None
+        if self.minor and mount_minor(self.mnt) == self.minor:
+            abort = "/sys/fs/fuse/connections/%d/abort" % self.minor
         if abort and os.path.exists(abort):
             try:
                 with open(abort, "w") as f:
@@ -155,6 +160,25 @@ class CrashMount:
         if err and not quiet:
             raise HarnessError(err)
         return err
+
+
+def mount_minor(path):
+    """The device minor of the file system mounted at path, from
+    /proc/self/mountinfo (no call into the file system, which may hang),
+    or None if nothing is mounted there."""
+    want = os.path.realpath(path)
+    found = None
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                fields = line.split()
+                mp = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)),
+                            fields[4])
+                if mp == want:
+                    found = int(fields[2].split(":")[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return found
 
 
 def mounted(path):
