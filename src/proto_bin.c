@@ -264,13 +264,23 @@ proto_bin_parse(struct proto_parser *p, const char *buf, size_t len,
     struct opinfo in = _info(h[1]);
     req->cmd = in.known ? in.cmd : PROTO_CMD_COUNT;
     p->error_cmd = req->cmd;
+    /*
+     * memcached judges a frame once its header, extras and key are in (at
+     * most 65,814 bytes), not from the header alone: a client that hangs
+     * up before sending a long key it announced gets no answer.
+     */
+    size_t head = PROTO_BIN_HEADER + nextras + nkey;
+    if (len < head) {
+        p->need = eaten + head;
+        return PROTO_EUNFIN;
+    }
     if (nkey + nextras > body) {
         /* memcached's answer to lengths that do not add up. */
         return _fail(p, PROTO_ERR_BIN_UNKNOWN, PROTO_ECLOSE);
     }
     uint64_t nvalue = body - nkey - nextras;
     /*
-     * memcached's order, from the header alone: a key over 250 bytes, then
+     * memcached's order, once the key is in: a key over 250 bytes, then
      * a frame the opcode does not allow (both: Invalid arguments and a
      * close), then a value over the limit.
      */
@@ -283,20 +293,13 @@ proto_bin_parse(struct proto_parser *p, const char *buf, size_t len,
     }
     if (in.known && in.value && nvalue > p->limits.item_max) {
         /* memcached answers "Too large." and reads on past the body. It
-         * reads the key first (a set also drops the key's old value), so
-         * the frame waits for its extras and key, at most 505 bytes. */
-        size_t head = PROTO_BIN_HEADER + nextras + nkey;
-        if (nkey <= PROTO_KEY_MAX && len < head) {
-            p->need = eaten + head;
-            return PROTO_EUNFIN;
-        }
+         * reads the key first (a set also drops the key's old value). */
         req->noreply = false;
         p->swallow = PROTO_BIN_HEADER + body;
         size_t eat = len < p->swallow ? len : (size_t)p->swallow;
         p->swallow -= eat;
         *consumed = eaten + eat;
-        bool have_key = nkey <= PROTO_KEY_MAX &&
-                        len >= PROTO_BIN_HEADER + nextras + nkey;
+        bool have_key = nkey <= PROTO_KEY_MAX;
         req->key = have_key ? buf + PROTO_BIN_HEADER + nextras : NULL;
         req->nkey = req->key != NULL ? nkey : 0;
         return _fail(p, PROTO_ERR_TOO_LARGE, PROTO_EREQ);

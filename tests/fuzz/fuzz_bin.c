@@ -353,6 +353,11 @@ _parse_stream(struct run *run, char *stream, size_t len)
     size_t promised = 0; /* after EUNFIN: window that must suffice, or 0 */
     bool closed = false;
     size_t max_frame = PROTO_BIN_HEADER + lim->item_max + BODY_OVERHEAD;
+    /* A header's extras and key, waited for before it is judged. */
+    size_t max_head = PROTO_BIN_HEADER + 255 + 65535;
+    if (max_head > max_frame) {
+        max_frame = max_head;
+    }
 
     proto_parser_init(&p, lim);
     FUZZ_POISON(stream, len);
@@ -388,8 +393,16 @@ _parse_stream(struct run *run, char *stream, size_t len)
                     /* Never more than the largest frame it accepts. */
                     FUZZ_CHECK(p.need - consumed <= max_frame);
                     if (wlen - eaten >= PROTO_BIN_HEADER) {
-                        /* The whole frame: those bytes will do. */
-                        promised = p.need - consumed;
+                        /* The header's extras and key first (memcached
+                         * judges a frame only with them), then the whole
+                         * frame: those bytes will do. */
+                        const unsigned char *fh =
+                            (const unsigned char *)frame;
+                        size_t head = PROTO_BIN_HEADER + fh[4] +
+                                      ((size_t)fh[2] << 8 | fh[3]);
+                        size_t want = p.need - consumed;
+                        FUZZ_CHECK(want == head || wlen - eaten >= head);
+                        promised = want == head ? 0 : want;
                     } else {
                         /* Only the header is known to be needed. */
                         FUZZ_CHECK(p.need - consumed == PROTO_BIN_HEADER);

@@ -134,11 +134,17 @@ _parse_ok(const char *buf, size_t len, struct proto_request *req)
     ck_assert_int_eq(req->kind, PROTO_KIND_BINARY);
     ck_assert_int_eq(p.error, PROTO_ERR_NONE);
 
+    /* The header first, then its extras and key (memcached judges a frame
+     * only with them), then the value. */
+    size_t head = PROTO_BIN_HEADER + (unsigned char)buf[4] +
+                  ((size_t)(unsigned char)buf[2] << 8 |
+                   (unsigned char)buf[3]);
     for (size_t k = 0; k < len; k++) {
         struct proto_request part;
         ck_assert_int_eq(_parse(&p, buf, k, &consumed, &part), PROTO_EUNFIN);
         ck_assert_uint_eq(consumed, 0);
         ck_assert_uint_eq(p.need, k < PROTO_BIN_HEADER ? PROTO_BIN_HEADER
+                                  : k < head           ? head
                                                        : len);
     }
     struct proto_request again;
@@ -578,15 +584,19 @@ START_TEST(test_lengths_that_do_not_add_up)
 {
     char buf[FRAME_MAX];
 
-    /* Key longer than the body: refused from the header alone. */
+    /* Key longer than the body: refused once the key is in. */
+    memset(buf + PROTO_BIN_HEADER, 'k', 16);
     _header(buf, PROTO_BIN_REQUEST, PROTO_BIN_GET, 10, 0, 5, 1, 0);
-    _parse_fails(buf, PROTO_BIN_HEADER, PROTO_ECLOSE, PROTO_ERR_BIN_UNKNOWN);
+    _parse_fails(buf, PROTO_BIN_HEADER + 10, PROTO_ECLOSE,
+                 PROTO_ERR_BIN_UNKNOWN);
     /* Key and extras together longer than the body. */
     _header(buf, PROTO_BIN_REQUEST, PROTO_BIN_SET, 4, 8, 11, 1, 0);
-    _parse_fails(buf, PROTO_BIN_HEADER, PROTO_ECLOSE, PROTO_ERR_BIN_UNKNOWN);
+    _parse_fails(buf, PROTO_BIN_HEADER + 12, PROTO_ECLOSE,
+                 PROTO_ERR_BIN_UNKNOWN);
     /* ... even for an opcode kura does not know. */
     _header(buf, PROTO_BIN_REQUEST, 0x40, 0, 9, 8, 1, 0);
-    _parse_fails(buf, PROTO_BIN_HEADER, PROTO_ECLOSE, PROTO_ERR_BIN_UNKNOWN);
+    _parse_fails(buf, PROTO_BIN_HEADER + 9, PROTO_ECLOSE,
+                 PROTO_ERR_BIN_UNKNOWN);
     /* Exactly equal is a frame with no value. */
     _header(buf, PROTO_BIN_REQUEST, PROTO_BIN_SET, 3, 8, 11, 1, 0);
     memset(buf + PROTO_BIN_HEADER, 'x', 11);
@@ -777,6 +787,31 @@ START_TEST(test_too_large_names_its_key_however_split)
 }
 END_TEST
 
+/*
+ * A header announcing a long key is judged only once the key is in, as
+ * memcached does (found by tools/difffuzz: kurad answered Invalid
+ * arguments at once to a client that then hung up, memcached nothing).
+ */
+START_TEST(test_long_key_waits_for_its_bytes)
+{
+    char buf[FRAME_MAX];
+    struct proto_parser p;
+    struct proto_request req;
+    size_t consumed;
+
+    _header(buf, PROTO_BIN_REQUEST, PROTO_BIN_GET, 300, 0, 300, 1, 0);
+    proto_parser_init(&p, &limits);
+    ck_assert_int_eq(_parse(&p, buf, PROTO_BIN_HEADER + 299, &consumed,
+                            &req),
+                     PROTO_EUNFIN);
+    ck_assert_uint_eq(consumed, 0);
+    ck_assert_uint_eq(p.need, PROTO_BIN_HEADER + 300);
+    memset(buf + PROTO_BIN_HEADER, 'k', 300);
+    _parse_fails(buf, PROTO_BIN_HEADER + 300, PROTO_ECLOSE,
+                 PROTO_ERR_BIN_EINVAL);
+}
+END_TEST
+
 START_TEST(test_huge_body_refused_from_header)
 {
     char buf[FRAME_MAX];
@@ -784,9 +819,12 @@ START_TEST(test_huge_body_refused_from_header)
     struct proto_request req;
     size_t consumed;
 
-    /* No value allowed: a body beyond any valid frame closes at once. */
+    /* No value allowed: a body beyond any valid frame closes once the
+     * key is in. */
     _header(buf, PROTO_BIN_REQUEST, PROTO_BIN_GET, 1, 0, 0xffffffffu, 1, 0);
-    _parse_fails(buf, PROTO_BIN_HEADER, PROTO_ECLOSE, PROTO_ERR_BIN_EINVAL);
+    buf[PROTO_BIN_HEADER] = 'k';
+    _parse_fails(buf, PROTO_BIN_HEADER + 1, PROTO_ECLOSE,
+                 PROTO_ERR_BIN_EINVAL);
     _header(buf, PROTO_BIN_REQUEST, 0x55, 0, 0, 0xffffffffu, 1, 0);
     _parse_fails(buf, PROTO_BIN_HEADER, PROTO_ECLOSE, PROTO_ERR_BIN_EINVAL);
 
@@ -816,13 +854,16 @@ START_TEST(test_huge_body_refused_from_header)
     /* A key over 250 bytes, or extras the opcode does not take, are
      * refused before the size, as memcached does: Invalid arguments and a
      * close (found by tools/difffuzz; kurad answered Too large). */
+    memset(buf + PROTO_BIN_HEADER, 'k', 255 + PROTO_KEY_MAX + 1);
     _header(buf, PROTO_BIN_REQUEST, PROTO_BIN_SET, 251, 8, 0xffffffffu, 1,
             0);
-    _parse_fails(buf, PROTO_BIN_HEADER, PROTO_ECLOSE, PROTO_ERR_BIN_EINVAL);
+    _parse_fails(buf, PROTO_BIN_HEADER + 259, PROTO_ECLOSE,
+                 PROTO_ERR_BIN_EINVAL);
     _header(buf, PROTO_BIN_REQUEST, PROTO_BIN_APPEND, PROTO_KEY_MAX, 255,
             0xffffffffu, 1, 0);
-    _parse_fails(buf, PROTO_BIN_HEADER, PROTO_ECLOSE, PROTO_ERR_BIN_EINVAL);
-    /* What is waited for stays small: the largest key and extras. */
+    _parse_fails(buf, PROTO_BIN_HEADER + 255 + PROTO_KEY_MAX, PROTO_ECLOSE,
+                 PROTO_ERR_BIN_EINVAL);
+    /* What is waited for is the key and extras the header names. */
     _header(buf, PROTO_BIN_REQUEST, PROTO_BIN_SET, PROTO_KEY_MAX, 8,
             0xffffffffu, 1, 0);
     proto_parser_init(&p, &limits);
@@ -904,6 +945,7 @@ proto_bin_suite(void)
     tcase_add_test(tc, test_value_over_item_max);
     tcase_add_test(tc, test_too_large_names_its_key_however_split);
     tcase_add_test(tc, test_huge_body_refused_from_header);
+    tcase_add_test(tc, test_long_key_waits_for_its_bytes);
     suite_add_tcase(s, tc);
     return s;
 }
