@@ -70,7 +70,7 @@ struct conn {
     struct tls_session *tls;  /* NULL: plaintext, or no hello yet */
     bool tls_port;            /* accepted on the TLS port */
     bool read_wants_write;    /* a TLS read waits to send first */
-    uint64_t hs_deadline_ms;  /* HANDSHAKE: when it gives up; LINGERING:
+    uint64_t deadline_ms;     /* HANDSHAKE: when it gives up; LINGERING:
                                  when it closes */
     size_t lingered;          /* LINGERING: bytes read and dropped */
     uint8_t peer_family;      /* TLS port: the peer's address, for log */
@@ -125,7 +125,7 @@ _set_events(struct conn *c, short flags)
                  _on_event, c);
     if (c->state == CONN_HANDSHAKE || c->state == CONN_LINGERING) {
         uint64_t now = util_mono_ms();
-        uint64_t left = c->hs_deadline_ms > now ? c->hs_deadline_ms - now : 0;
+        uint64_t left = c->deadline_ms > now ? c->deadline_ms - now : 0;
         struct timeval tv = {(time_t)(left / 1000),
                              (suseconds_t)(left % 1000) * 1000};
         event_add(&c->ev, &tv);
@@ -411,7 +411,7 @@ _handshake(struct conn *c, short what)
     struct conn_host *h = c->h;
     char why[256];
 
-    if ((what & EV_TIMEOUT) || util_mono_ms() >= c->hs_deadline_ms) {
+    if ((what & EV_TIMEOUT) || util_mono_ms() >= c->deadline_ms) {
         tls_ctx_count(h->tls, TLS_EVENT_TIMEOUT);
         snprintf(why, sizeof(why), " within %d ms; closed",
                  h->tls_timeout_ms);
@@ -483,7 +483,7 @@ conn_create(struct conn_host *h, int fd, bool tls)
     c->h = h;
     c->state = tls ? CONN_HANDSHAKE : CONN_READING;
     c->tls_port = tls;
-    c->hs_deadline_ms = util_mono_ms() + (uint64_t)h->tls_timeout_ms;
+    c->deadline_ms = util_mono_ms() + (uint64_t)h->tls_timeout_ms;
     if (tls) {
         _keep_peer(c);
     }
@@ -839,7 +839,7 @@ _linger(struct conn *c)
         return;
     }
     _set_state(c, CONN_LINGERING);
-    c->hs_deadline_ms = util_mono_ms() + CONN_LINGER_MS;
+    c->deadline_ms = util_mono_ms() + CONN_LINGER_MS;
     c->lingered = 0;
     _set_events(c, EV_READ);
 }

@@ -299,9 +299,9 @@ proto_bin_parse(struct proto_parser *p, const char *buf, size_t len,
         size_t eat = len < p->swallow ? len : (size_t)p->swallow;
         p->swallow -= eat;
         *consumed = eaten + eat;
-        bool have_key = nkey <= PROTO_KEY_MAX;
-        req->key = have_key ? buf + PROTO_BIN_HEADER + nextras : NULL;
-        req->nkey = req->key != NULL ? nkey : 0;
+        /* The key is in (waited for above) and at most 250 bytes. */
+        req->key = buf + PROTO_BIN_HEADER + nextras;
+        req->nkey = nkey;
         return _fail(p, PROTO_ERR_TOO_LARGE, PROTO_EREQ);
     }
     if (body > p->limits.item_max + BODY_OVERHEAD) {
