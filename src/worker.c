@@ -142,6 +142,19 @@ _log_failed(void *arg)
 #define WORKER_TRIM_CONNS 256
 #define WORKER_TRIM_MS 100
 
+/* AddressSanitizer replaces malloc but not malloc_trim(), which then walks
+ * glibc's arenas that ASan never set up and crashes. */
+#if defined(__SANITIZE_ADDRESS__)
+#define WORKER_CAN_TRIM 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WORKER_CAN_TRIM 0
+#endif
+#endif
+#ifndef WORKER_CAN_TRIM
+#define WORKER_CAN_TRIM 1
+#endif
+
 static void
 _trim(struct worker *w, uint64_t before, uint64_t at_least)
 {
@@ -150,7 +163,9 @@ _trim(struct worker *w, uint64_t before, uint64_t at_least)
     }
     if (w->closed_since_trim >= at_least && w->closed_since_trim > 0 &&
         util_mono_ms() - w->trimmed_ms >= WORKER_TRIM_MS) {
-        malloc_trim(0);
+        if (WORKER_CAN_TRIM) {
+            malloc_trim(0);
+        }
         w->closed_since_trim = 0;
         w->trimmed_ms = util_mono_ms();
     }
