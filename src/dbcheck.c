@@ -84,8 +84,29 @@ struct check {
     struct bitmap referenced; /* by a bucket or a parent */
     struct nodes t;           /* the deep check's trees */
     uint64_t single;          /* records alone in their bucket, verified */
+    bool same_boot;           /* DBCHECK_SAME_BOOT: no tree walk */
+    uint64_t linked_sum;      /* same boot: (bucket, offset) of each link */
+    uint64_t record_sum;      /* ...and of each record, by its key */
     int err;
 };
+
+/*
+ * A 64-bit mix of a record's place and the bucket it belongs to (or is
+ * linked from). Summed over every link and over every record, the two
+ * sums agree when every link lands in its own bucket's tree; a link from
+ * another bucket's tree changes one sum and not the other.
+ */
+static uint64_t
+_place(uint64_t bucket, uint64_t off)
+{
+    uint64_t x = bucket * 0x9e3779b97f4a7c15u ^ off;
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9u;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebu;
+    x ^= x >> 31;
+    return x;
+}
 
 static enum dbcheck_status
 _damaged(struct check *c, uint64_t off, const char *fmt, ...)
@@ -243,12 +264,16 @@ _check_record(struct check *c, const struct tcfile_block *b)
     }
     if (c->deep) {
         uint8_t hash;
-        (void)tcfile_bucket_of(c->f.bnum, b->key, b->ksiz, &hash);
+        uint64_t bucket = tcfile_bucket_of(c->f.bnum, b->key, b->ksiz, &hash);
         if (hash != b->hash) {
             return _damaged(c, b->off, "a record's hash byte does not match "
                             "its key");
         }
-        if (_note_node(c, b) != DBCHECK_OK) {
+        if (c->same_boot) {
+            c->record_sum += _place(bucket, b->off);
+            c->linked_sum += (b->left != 0 ? _place(bucket, b->left) : 0) +
+                             (b->right != 0 ? _place(bucket, b->right) : 0);
+        } else if (_note_node(c, b) != DBCHECK_OK) {
             return DBCHECK_EIO;
         }
     }
@@ -292,9 +317,13 @@ _check_buckets(struct check *c)
 {
     for (uint64_t i = 0; i < c->f.bnum; i++) {
         uint64_t off = TCFILE_HEAD_SIZE + i * c->f.width;
-        enum dbcheck_status st = _reference(c, off, tcfile_bucket(&c->f, i));
+        uint64_t root = tcfile_bucket(&c->f, i);
+        enum dbcheck_status st = _reference(c, off, root);
         if (st != DBCHECK_OK) {
             return st;
+        }
+        if (c->same_boot && root != 0) {
+            c->linked_sum += _place(i, root);
         }
     }
     return DBCHECK_OK;
@@ -470,6 +499,7 @@ _check_trees(struct check *c)
         c->t.hi = c->f.bnum;
         c->t.n = 0;
         c->t.keys_len = 0;
+        c->r->passes++;
         st = _collect(c);
         if (st == DBCHECK_OK) {
             st = _walk_kept(c, &visited);
@@ -501,6 +531,7 @@ _run(struct check *c)
         c->err = ENOMEM;
         return DBCHECK_EIO;
     }
+    c->r->passes = 1;
     enum dbcheck_status st = _check_blocks(c);
     if (st == DBCHECK_OK) {
         st = _check_buckets(c);
@@ -525,6 +556,13 @@ _run(struct check *c)
                             PRIu64 " is not linked from anywhere",
                             bit << c->f.apow);
         }
+    }
+    if (c->deep && c->same_boot) {
+        /* Every record is linked exactly once; the sums say every link
+         * stays inside its own bucket's tree (dbcheck.h). */
+        return c->linked_sum == c->record_sum
+                   ? DBCHECK_OK
+                   : _damaged(c, 0, "a record sits in another key's bucket");
     }
     return c->deep ? _check_trees(c) : DBCHECK_OK;
 }
@@ -559,6 +597,7 @@ dbcheck_file_within(const char *path, unsigned flags, size_t budget,
     memset(&c, 0, sizeof(c));
     c.r = r;
     c.deep = (flags & DBCHECK_DEEP) != 0;
+    c.same_boot = c.deep && (flags & DBCHECK_SAME_BOOT) != 0;
     switch (tcfile_open(&c.f, path, why, sizeof(why))) {
     case TCFILE_EMPTY:
         return DBCHECK_OK;

@@ -32,6 +32,23 @@
  *   - every record's second hash byte matches its key;
  *   - every sealed record's seal matches (record.h): no record is torn.
  *
+ * DBCHECK_SAME_BOOT (with DBCHECK_DEEP) is for a file whose writer died
+ * while its machine kept running (store.h, D8): the file then holds
+ * every write the writer made, in order, and only the Tokyo Cabinet
+ * calls in flight at that moment can be half done. Each step of a put
+ * or an out leaves a record nothing links to, a link to a free block,
+ * two links to one record, a torn record, or, when another thread has
+ * reused a block freed a moment before, a link from another bucket's
+ * tree. So instead of walking the trees it checks, in the same one
+ * pass, that every link lands in the tree of the bucket it leaves (a
+ * sum over the links of each one's bucket and target equals the same sum
+ * over the records, by their keys). What it does not look for is what
+ * only a mix of old and new pages makes: a record out of its tree's
+ * order, or a loop of records cut off from every bucket. It needs no
+ * memory for trees and reads the file once whatever its size; a 2.4 GB
+ * file of 39.5M small records needed a pass per 64 MiB of trees under a
+ * 256 MiB limit otherwise.
+ *
  * Thread-safety: no shared state.
  */
 #ifndef KURA_DBCHECK_H
@@ -49,6 +66,7 @@ enum dbcheck_status {
 
 /* Flags for dbcheck_file(). */
 #define DBCHECK_DEEP 0x01u
+#define DBCHECK_SAME_BOOT 0x02u
 
 struct dbcheck_report {
     uint64_t records;        /* live records found */
@@ -63,6 +81,7 @@ struct dbcheck_report {
     uint64_t file_size;
     uint64_t header_records; /* the record count the header claims */
     bool was_open;           /* the header says a writer never closed it */
+    uint32_t passes;         /* passes over the file the check made */
     uint64_t damage_offset;  /* where the first damage was found */
     char damage[160];        /* what it is, for a log line */
 };

@@ -246,7 +246,7 @@ _open_out(struct rebuild *rb, const char *tmp, const struct salvage_tuning *t,
                                  : "out of memory");
         return -1;
     }
-    struct tcfile_kura k = {true, rb->new_salt, false};
+    struct tcfile_kura k = {true, rb->new_salt, false, {0}};
     tcfile_kura_encode(&k, (uint8_t *)tchdbopaque(rb->out));
     return 0;
 }

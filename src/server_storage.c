@@ -175,8 +175,12 @@ _log_open_report(struct server *srv, const struct store_open_report *rep)
     }
     if (!rep->salvaged) {
         log_info(&srv->log, "database %s was not closed cleanly; checked "
-                 "in full in %" PRIu64 " ms: %" PRIu64 " records, sound",
-                 path, rep->check_ms, rep->check.records);
+                 "in full in %" PRIu64 " ms (%s, %" PRIu32 " pass%s): %"
+                 PRIu64 " records, sound", path, rep->check_ms,
+                 rep->same_boot ? "the machine did not restart"
+                                : "the machine may have restarted",
+                 rep->check.passes, rep->check.passes == 1 ? "" : "es",
+                 rep->check.records);
         return;
     }
     const struct salvage_report *sr = &rep->salvage;

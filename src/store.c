@@ -206,6 +206,53 @@ _patch(const char *path, uint64_t off, const void *p, size_t len)
     return rc;
 }
 
+/*
+ * D8: this machine's boot, from the kernel's boot id (a fresh random
+ * UUID at every boot), or from the file KURA_BOOT_ID_FILE names: the
+ * power-cut harness simulates a machine's restart without one. All zero
+ * when it cannot be read, which matches no file.
+ */
+static void
+_this_boot(uint8_t boot[TCFILE_BOOT_SIZE])
+{
+    const char *path = getenv("KURA_BOOT_ID_FILE");
+    char text[128];
+    memset(boot, 0, TCFILE_BOOT_SIZE);
+    long n = atomicfile_read(path != NULL && path[0] != '\0'
+                                 ? path
+                                 : "/proc/sys/kernel/random/boot_id",
+                             text, sizeof(text) - 1);
+    uint8_t parsed[TCFILE_BOOT_SIZE];
+    size_t digits = 0;
+    for (long i = 0; i < n && digits < 2 * TCFILE_BOOT_SIZE; i++) {
+        int c = (unsigned char)text[i];
+        int v = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (v < 0) {
+            continue; /* the UUID's dashes, a newline */
+        }
+        parsed[digits / 2] = (uint8_t)(digits % 2 == 0 ? v << 4
+                                                       : parsed[digits / 2] | v);
+        digits++;
+    }
+    if (digits == 2 * TCFILE_BOOT_SIZE) {
+        memcpy(boot, parsed, TCFILE_BOOT_SIZE);
+    }
+}
+
+static bool
+_known_boot(const uint8_t boot[TCFILE_BOOT_SIZE])
+{
+    for (int i = 0; i < TCFILE_BOOT_SIZE; i++) {
+        if (boot[i] != 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static bool
 _check(const char *path, unsigned flags, struct store_open_report *rep,
        char *err, size_t errlen)
@@ -243,7 +290,7 @@ _create(struct store *s, const struct dbspec *spec, char *err,
             (ssize_t)sizeof(s->salt)) {
             s->salt = (uint32_t)util_mono_ms() ^ (uint32_t)getpid();
         }
-        struct tcfile_kura k = {true, s->salt, false};
+        struct tcfile_kura k = {true, s->salt, false, {0}};
         tcfile_kura_encode(&k, (uint8_t *)tchdbopaque(hdb));
         ok = tchdbclose(hdb);
     }
@@ -303,7 +350,7 @@ _prepare_file(struct store *s, const struct dbspec *spec,
                  spec->path, why);
         return false;
     }
-    struct tcfile_kura k = {false, 0, false};
+    struct tcfile_kura k = {false, 0, false, {0}};
     uint8_t flags = 0;
     bool big_endian = false;
     if (ts == TCFILE_OK) {
@@ -316,8 +363,13 @@ _prepare_file(struct store *s, const struct dbspec *spec,
     bool tc_open = (flags & TCFILE_FLAG_OPEN) != 0;
     /* Files from before the clean mark have only Tokyo Cabinet's flag. */
     rep->unclean = tc_open || (k.present && !k.clean);
-    if (!_check(spec->path, rep->unclean ? DBCHECK_DEEP : 0, rep, err,
-                errlen)) {
+    uint8_t boot[TCFILE_BOOT_SIZE];
+    _this_boot(boot);
+    rep->same_boot = rep->unclean && k.present && _known_boot(k.boot) &&
+                     memcmp(k.boot, boot, TCFILE_BOOT_SIZE) == 0;
+    unsigned check = rep->unclean ? DBCHECK_DEEP : 0;
+    check |= rep->same_boot ? DBCHECK_SAME_BOOT : 0;
+    if (!_check(spec->path, check, rep, err, errlen)) {
         return false;
     }
     if (rep->check.damage[0] != '\0' && !rep->unclean) {
@@ -359,19 +411,23 @@ _prepare_file(struct store *s, const struct dbspec *spec,
      * half-written), fix the record count a crash can leave behind, and
      * clear the clean mark before the first change. */
     uint8_t flag = flags | TCFILE_FLAG_OPEN;
-    uint8_t zero = 0;
     uint8_t rnum[8];
     for (int i = 0; i < 8; i++) {
         int shift = big_endian ? 8 * (7 - i) : 8 * i;
         rnum[i] = (uint8_t)(rep->check.records >> shift);
     }
     bool miscounted = rep->check.records != rep->check.header_records;
+    /* D2, D8: not clean, and opened in this boot, in one synced write. */
+    uint8_t mark[TCFILE_KURA_BOOT_OFF + TCFILE_BOOT_SIZE -
+                 TCFILE_KURA_CLEAN_OFF];
+    memset(mark, 0, sizeof(mark));
+    memcpy(mark + sizeof(mark) - TCFILE_BOOT_SIZE, boot, TCFILE_BOOT_SIZE);
     if ((rep->unclean && !tc_open &&
          _patch(spec->path, TCFILE_FLAGS_OFF, &flag, 1) != 0) ||
         (rep->unclean && miscounted &&
          _patch(spec->path, TCFILE_RNUM_OFF, rnum, sizeof(rnum)) != 0) ||
-        (k.present && _patch(spec->path, TCFILE_KURA_CLEAN_OFF, &zero, 1) !=
-                          0)) {
+        (k.present && _patch(spec->path, TCFILE_KURA_CLEAN_OFF, mark,
+                             sizeof(mark)) != 0)) {
         snprintf(err, errlen, "cannot update database %s: %s", spec->path,
                  strerror(errno));
         return false;
@@ -437,7 +493,7 @@ _open_hash_file(struct store *s, const struct dbspec *spec,
             (ssize_t)sizeof(s->salt)) {
             s->salt = (uint32_t)util_mono_ms() ^ (uint32_t)getpid();
         }
-        struct tcfile_kura k = {true, s->salt, false};
+        struct tcfile_kura k = {true, s->salt, false, {0}};
         tcfile_kura_encode(&k, (uint8_t *)tchdbopaque(s->hdb));
         if (!tchdbsync(s->hdb)) {
             snprintf(err, errlen, "cannot sync database %s: %s", spec->path,
@@ -544,6 +600,12 @@ store_close(struct store *s)
                 st = STORE_EIO;
             }
         } /* damage seen: leave it for the next check */
+        if (st != STORE_OK) {
+            /* D8: the disk refused writes; the next start checks all. */
+            static const uint8_t unknown[TCFILE_BOOT_SIZE];
+            (void)_patch(s->path, TCFILE_KURA_BOOT_OFF, unknown,
+                         sizeof(unknown));
+        }
         if (fd >= 0) {
             close(fd);
         }
@@ -656,10 +718,24 @@ store_out(struct store *s, const void *key, size_t nkey)
     return ok ? STORE_OK : _hdb_error(s, key, nkey);
 }
 
+void
+store_forget_boot(struct store *s)
+{
+    static const uint8_t unknown[TCFILE_BOOT_SIZE];
+    if (s->hdb == NULL) {
+        return;
+    }
+    memcpy((uint8_t *)tchdbopaque(s->hdb) +
+               (TCFILE_KURA_BOOT_OFF - TCFILE_OPAQUE_OFF),
+           unknown, sizeof(unknown));
+    (void)pwrite(s->hdb->fd, unknown, sizeof(unknown), TCFILE_KURA_BOOT_OFF);
+}
+
 enum store_status
 store_sync(struct store *s)
 {
     if (s->hdb != NULL && !tchdbsync(s->hdb)) {
+        store_forget_boot(s);
         return STORE_EIO;
     }
     return STORE_OK;

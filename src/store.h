@@ -52,6 +52,14 @@
  *   D7. Tokyo Cabinet's free block list, written at close, is ignored
  *       after an unclean stop (the open flag is set before it opens the
  *       file), so a half-written list can never hand out live space.
+ *   D8. A file records the machine's boot it was opened for writing in
+ *       (the kernel's boot id), durably before its first change, and
+ *       forgets it after any write the disk refused. After an unclean
+ *       stop in that same boot the writer died but the machine did not:
+ *       the page cache holds every write it made, in order, and only the
+ *       calls in flight can be half done, so the deep check skips the
+ *       walk of the trees' order that only a mix of old and new pages
+ *       needs (dbcheck.h, DBCHECK_SAME_BOOT) and reads the file once.
  *
  * Under -fsync peer a change made while no peer is linked (the
  * fallback, ulog.h U11; txn.h T10) is applied only once synced here, as
@@ -59,7 +67,7 @@
  * in its log, which may be before it is synced here. For those, and
  * under -fsync N, -fsync never, -uas and -ulog off, D1 does not hold: a
  * record changed shortly before a power cut can be lost along with its
- * earlier value (README, "What survives what"; PC6). D2-D7 still hold,
+ * earlier value (README, "What survives what"; PC6). D2-D8 still hold,
  * so kurad always starts by itself (PC1).
  *
  * Tokyo Cabinet's descriptor is told that reads are random and its
@@ -107,6 +115,7 @@ struct store_value {
 struct store_open_report {
     bool created;     /* a new file was made */
     bool unclean;     /* the last stop was not clean (D2) */
+    bool same_boot;   /* ...and the machine has not restarted since (D8) */
     bool salvaged;    /* the file was rebuilt (D4) */
     bool needs_area;  /* internal: a file from before seals */
     struct dbcheck_report check;

@@ -123,10 +123,13 @@ store_sync_data(struct store *s, uint64_t dirty)
     if (s->hdb == NULL) {
         return 0;
     }
-    if (_write_back(s, 0, dirty) != 0) {
+    if (_write_back(s, 0, dirty) != 0 || fdatasync(s->hdb->fd) != 0) {
+        int saved = errno;
+        store_forget_boot(s);
+        errno = saved;
         return -1;
     }
-    return fdatasync(s->hdb->fd);
+    return 0;
 }
 
 int

@@ -402,6 +402,7 @@ tcfile_kura_decode(const uint8_t *opaque, struct tcfile_kura *k)
     k->salt = (uint32_t)opaque[4] | (uint32_t)opaque[5] << 8 |
               (uint32_t)opaque[6] << 16 | (uint32_t)opaque[7] << 24;
     k->clean = opaque[8] == 1;
+    memcpy(k->boot, opaque + 16, TCFILE_BOOT_SIZE);
 }
 
 void
@@ -413,4 +414,5 @@ tcfile_kura_encode(const struct tcfile_kura *k, uint8_t *opaque)
         opaque[4 + i] = (uint8_t)(k->salt >> (8 * i));
     }
     opaque[8] = k->clean ? 1 : 0;
+    memcpy(opaque + 16, k->boot, TCFILE_BOOT_SIZE);
 }

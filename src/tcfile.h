@@ -145,19 +145,23 @@ int tcfile_find(const struct tcfile *f, const uint8_t *key, size_t nkey,
 
 /*
  * kura's area of the opaque header field: a magic, the database's seal
- * salt (record.h) and whether the last stop was clean (store.h, D2).
+ * salt (record.h), whether the last stop was clean (store.h, D2) and the
+ * machine's boot the file was last opened for writing in (D8).
  */
-#define TCFILE_KURA_SIZE 16
+#define TCFILE_KURA_SIZE 32
+#define TCFILE_BOOT_SIZE 16
 struct tcfile_kura {
     bool present;   /* the magic is there (files since seals exist) */
     uint32_t salt;
     bool clean;
+    uint8_t boot[TCFILE_BOOT_SIZE]; /* all zero: not known */
 };
 
 void tcfile_kura_decode(const uint8_t *opaque, struct tcfile_kura *k);
 void tcfile_kura_encode(const struct tcfile_kura *k, uint8_t *opaque);
 
-/* Where the clean mark byte lives in the file. */
+/* Where the clean mark byte and the boot live in the file. */
 #define TCFILE_KURA_CLEAN_OFF (TCFILE_OPAQUE_OFF + 8)
+#define TCFILE_KURA_BOOT_OFF (TCFILE_OPAQUE_OFF + 16)
 
 #endif

@@ -158,6 +158,8 @@ START_TEST(test_kill9_under_load_loses_no_acknowledged_write)
     /* The stale pid file is still there, and must not block a restart. */
     ck_assert(access(pid_path, F_OK) == 0);
     ck_assert_int_eq(kura_launch(&k), 0);
+    /* store.h D8: the machine kept running, so one pass checked it. */
+    ck_assert(kura_log_has(&k, "(the machine did not restart, 1 pass)"));
     int fd = kc_connect(k.port);
     char req[64];
     char want[128];

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import uuid
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -90,6 +91,18 @@ class Harness:
         self.memlimit = args.memory_limit   # bytes, or 0
         self.cgroups = []        # MemCgroups of kurads not yet released
         self.ooms = 0            # OOM kills seen in them
+        # store.h D8: a power cut is a machine's restart, a new boot; a
+        # kill -9 without one is not. kurad reads the boot from here.
+        self.boot_id_file = os.path.join(self.tmp, "boot_id")
+        os.environ["KURA_BOOT_ID_FILE"] = self.boot_id_file
+        self.new_boot()
+
+    def new_boot(self):
+        """Simulates the machine's restart that follows a power cut."""
+        tmp = self.boot_id_file + ".new"
+        with open(tmp, "w") as f:
+            f.write(str(uuid.uuid4()) + "\n")
+        os.replace(tmp, self.boot_id_file)
 
     def release_cgroup(self, cg):
         """Once its process is gone: counts its OOM kills, removes it."""

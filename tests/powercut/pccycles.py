@@ -58,7 +58,7 @@ class Runner(Steps):
                 if p is not None and p.proc is not None and p.proc.poll() is None:
                     p.proc.kill()
                     p.proc.wait(timeout=KILL_WAIT)
-        k2 = self.restart(s, r, "restart", db, lambda p: [])
+        k2 = self.restart(s, r, "restart", db, lambda p: [], same_boot=True)
         if k2 is None:
             return
         try:

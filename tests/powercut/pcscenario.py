@@ -148,6 +148,7 @@ class Steps:
                 raise HarnessError("crashfs %s is not cut" % m.mnt)
         for k in kurads:
             k.kill9()
+        self.h.new_boot()
         for m in mounts:
             m.abort_and_unmount()
         for k in kurads:
@@ -161,11 +162,16 @@ class Steps:
             if summary:
                 r.notes.append("%s: %s" % (os.path.basename(m.mnt), summary))
 
-    def restart(self, s, r, role, db, extra_for_port, port=None):
-        """Restarts kurad on BACKING; None if it refused (then it is recorded)."""
+    def restart(self, s, r, role, db, extra_for_port, port=None, same_boot=False):
+        """Restarts kurad on BACKING; None if it refused (then it is recorded).
+        same_boot: the machine kept running (kill -9, no power cut)."""
         log = self.log_path(s, r.idx, role)
         k, ready = start_kurad(self.h, role, db, log, extra_for_port, RESTART_WAIT, port)
         info = scan_restart_log(log)
+        if info["unclean"] and info["same_boot"] != same_boot:
+            # store.h D8: only a crash without a power cut may skip the walk.
+            r.errors.append("%s: the restart took the machine for %s" % (
+                role, "the same boot" if info["same_boot"] else "a new boot"))
         r.unclean += int(info["unclean"])
         r.rebuilt += int(info["rebuilt"])
         r.redo += info["redo"]

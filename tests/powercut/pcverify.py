@@ -192,7 +192,8 @@ class CutResult:
 
 def scan_restart_log(path):
     """What a restart's log says about recovery."""
-    info = {"unclean": False, "rebuilt": False, "redo": 0, "lines": []}
+    info = {"unclean": False, "rebuilt": False, "redo": 0, "lines": [],
+            "same_boot": False}
     try:
         with open(path, errors="replace") as f:
             text = f.read()
@@ -201,6 +202,7 @@ def scan_restart_log(path):
     for line in text.splitlines():
         if "not closed cleanly" in line:
             info["unclean"] = True
+            info["same_boot"] = "the machine did not restart" in line
         if "rebuilt" in line:
             info["rebuilt"] = True
         m = re.search(r"redo: (\d+) records", line)

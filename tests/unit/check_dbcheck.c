@@ -396,6 +396,82 @@ START_TEST(test_deep_check_finds_torn_and_detached)
 }
 END_TEST
 
+static void
+_expect_same_boot_damage(const char *what)
+{
+    struct dbcheck_report r;
+    ck_assert_int_eq(dbcheck_file(path, DBCHECK_DEEP | DBCHECK_SAME_BOOT, &r),
+                     DBCHECK_DAMAGED);
+    ck_assert_msg(strstr(r.damage, what) != NULL, "expected \"%s\", got "
+                  "\"%s\"", what, r.damage);
+}
+
+/* store.h D8: after a crash in the same boot, one pass whatever the
+ * budget, and every state a call cut short can leave is still found;
+ * what only mixed pages make (a child on the wrong side) is not looked
+ * for. */
+START_TEST(test_same_boot_check_is_one_pass)
+{
+    struct dbcheck_report r;
+    struct tcfile_block b;
+    uint32_t bucket;
+    const unsigned same = DBCHECK_DEEP | DBCHECK_SAME_BOOT;
+
+    _build_plain(400);
+    ck_assert_int_eq(dbcheck_file_within(path, DBCHECK_DEEP, 1500, &r),
+                     DBCHECK_OK);
+    ck_assert_uint_gt(r.passes, 1);
+    ck_assert_int_eq(dbcheck_file_within(path, same, 1500, &r), DBCHECK_OK);
+    ck_assert_uint_eq(r.passes, 1);
+    ck_assert_uint_eq(r.records, 400);
+
+    /* A put cut short: a record written, not yet linked. */
+    ck_assert(_find(_any, &b, &bucket));
+    _put_link(256 + 4 * (uint64_t)bucket, 0);
+    _expect_same_boot_damage("not linked from anywhere");
+
+    /* A torn record, and a hash byte that does not match. */
+    _build_plain(400);
+    ck_assert(_find(_any, &b, &bucket));
+    _scribble(value_at + b.vsiz - 1, "\x01", 1);
+    _expect_same_boot_damage("seal does not match");
+    _build_plain(400);
+    ck_assert(_find(_any, &b, &bucket));
+    uint8_t wrong = (uint8_t)(b.hash ^ 0x5a);
+    _scribble(b.off + 1, &wrong, 1);
+    _expect_same_boot_damage("hash byte");
+
+    /* An out cut short: a subtree linked from two places. */
+    _build_plain(400);
+    ck_assert(_find(_one_left_child, &b, &bucket));
+    _put_link(256 + 4 * (uint64_t)bucket, b.left);
+    _expect_same_boot_damage("two links");
+
+    /* A freed block reused by another bucket's put before the link to it
+     * moved: a record linked from another bucket's tree. */
+    _build_plain(400);
+    ck_assert(_find(_any, &b, &bucket));
+    uint32_t other = (bucket + 1) % 101;
+    struct tcfile f;
+    char why[160];
+    ck_assert_int_eq(tcfile_open(&f, path, why, sizeof(why)), TCFILE_OK);
+    uint64_t root = tcfile_bucket(&f, bucket);
+    uint64_t other_root = tcfile_bucket(&f, other);
+    tcfile_close(&f);
+    _put_link(256 + 4 * (uint64_t)bucket, other_root);
+    _put_link(256 + 4 * (uint64_t)other, root);
+    _expect_same_boot_damage("another key's bucket");
+
+    /* Only mixed pages put a child on the wrong side: not looked for. */
+    _build_plain(400);
+    ck_assert(_find(_one_left_child, &b, &bucket));
+    _put_link(b.off + 2 + 4, b.left);
+    _put_link(b.off + 2, 0);
+    ck_assert_int_eq(dbcheck_file(path, same, &r), DBCHECK_OK);
+    _expect_damage("out of its tree's order");
+}
+END_TEST
+
 static Suite *
 dbcheck_suite(void)
 {
@@ -408,6 +484,7 @@ dbcheck_suite(void)
     tcase_add_test(tc, test_damage_is_found);
     tcase_add_test(tc, test_deep_check_finds_torn_and_detached);
     tcase_add_test(tc, test_deep_check_by_ranges_of_buckets);
+    tcase_add_test(tc, test_same_boot_check_is_one_pass);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

@@ -142,6 +142,56 @@ START_TEST(test_d2_marks_tell_clean_from_crash)
 }
 END_TEST
 
+static void
+_write_boot(const char *file, const char *uuid)
+{
+    FILE *f = fopen(file, "w");
+    ck_assert(f != NULL);
+    fprintf(f, "%s\n", uuid);
+    fclose(f);
+}
+
+/* D8: a crash in the same boot is checked in one pass without the trees'
+ * walk; after a restart of the machine (a new boot id), in full. */
+START_TEST(test_d8_same_boot_or_not)
+{
+    struct store_open_report rep;
+    uint8_t flags;
+    char boot[UNIT_TMPDIR_MAX + 32];
+    unit_tmpdir_path(boot, sizeof(boot), dir, "boot_id");
+    _write_boot(boot, "8f0c4d3e-2b1a-4c5d-9e8f-0a1b2c3d4e5f");
+    setenv("KURA_BOOT_ID_FILE", boot, 1);
+
+    struct store *s = _open(&rep);
+    struct tcfile_kura k = _marks(&flags);
+    ck_assert_uint_eq(k.boot[0], 0x8f); /* on disk before the first change */
+    ck_assert_uint_eq(k.boot[15], 0x5f);
+    ck_assert_int_eq(store_close(s), STORE_OK);
+
+    _crash_after_writes(300);
+    s = _open(&rep);
+    ck_assert(rep.unclean && rep.same_boot && !rep.salvaged);
+    ck_assert_uint_eq(rep.check.passes, 1);
+    ck_assert_uint_eq(rep.check.records, 300);
+    ck_assert_int_eq(store_close(s), STORE_OK);
+
+    _crash_after_writes(300);
+    _write_boot(boot, "11111111-2222-3333-4444-555555555555");
+    s = _open(&rep);
+    ck_assert(rep.unclean && !rep.same_boot && !rep.salvaged);
+    ck_assert_uint_eq(_marks(&flags).boot[0], 0x11);
+    ck_assert_int_eq(store_close(s), STORE_OK);
+
+    /* No boot to be read: never the same. */
+    _crash_after_writes(300);
+    _write_boot(boot, "not a boot id");
+    s = _open(&rep);
+    ck_assert(rep.unclean && !rep.same_boot);
+    ck_assert_int_eq(store_close(s), STORE_OK);
+    unsetenv("KURA_BOOT_ID_FILE");
+}
+END_TEST
+
 /* D4: a crashed file with a torn record is rebuilt, keeping the rest. */
 START_TEST(test_d4_crashed_and_torn_is_rebuilt)
 {
@@ -274,6 +324,7 @@ store_suite(void)
     tcase_add_checked_fixture(tc, _setup, _teardown);
     tcase_add_test(tc, test_d2_marks_tell_clean_from_crash);
     tcase_add_test(tc, test_d4_crashed_and_torn_is_rebuilt);
+    tcase_add_test(tc, test_d8_same_boot_or_not);
     tcase_add_test(tc, test_damage_after_clean_stop_is_refused);
     tcase_add_test(tc, test_one_process_at_a_time);
     tcase_add_test(tc, test_damage_offset_survives_a_sighting_without_a_place);
