@@ -55,7 +55,7 @@ state BACKING held right after a failing cut is kept (with --keep) as
 postcut/ in its scenario directory: starting kurad on a copy of it replays
 the recovery exactly.
 
-What each cut asserts (src/store.h D1-D7, src/ulog.h U3, U7, U9 and
+What each cut asserts (src/store.h D1-D8, src/ulog.h U3, U7, U9 and
 src/txn.h T8 cite these numbers):
 
   PC1  kurad starts again by itself on what the disk kept, with no flag
