@@ -718,19 +718,6 @@ store_out(struct store *s, const void *key, size_t nkey)
     return ok ? STORE_OK : _hdb_error(s, key, nkey);
 }
 
-void
-store_forget_boot(struct store *s)
-{
-    static const uint8_t unknown[TCFILE_BOOT_SIZE];
-    if (s->hdb == NULL) {
-        return;
-    }
-    memcpy((uint8_t *)tchdbopaque(s->hdb) +
-               (TCFILE_KURA_BOOT_OFF - TCFILE_OPAQUE_OFF),
-           unknown, sizeof(unknown));
-    (void)pwrite(s->hdb->fd, unknown, sizeof(unknown), TCFILE_KURA_BOOT_OFF);
-}
-
 enum store_status
 store_sync(struct store *s)
 {

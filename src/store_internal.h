@@ -39,7 +39,7 @@ struct store {
  * once it is open. */
 void store_pages_hint(struct store *s);
 
-/* D8: after a write the disk refused, the file is no longer known to
+/* store_pages.c. D8: after a write the disk refused, the file is no longer known to
  * hold every write made in this boot; clears its boot (best effort: the
  * disk is failing) so the next start checks it in full. */
 void store_forget_boot(struct store *s);

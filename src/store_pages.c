@@ -8,6 +8,7 @@
  */
 #include "store.h"
 #include "store_internal.h"
+#include "tcfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -115,6 +116,19 @@ _write_back(struct store *s, uint64_t from, uint64_t dirty)
                                   SYNC_FILE_RANGE_WAIT_AFTER);
     }
     return 0;
+}
+
+void
+store_forget_boot(struct store *s)
+{
+    static const uint8_t unknown[TCFILE_BOOT_SIZE];
+    if (s->hdb == NULL) {
+        return;
+    }
+    memcpy((uint8_t *)tchdbopaque(s->hdb) +
+               (TCFILE_KURA_BOOT_OFF - TCFILE_OPAQUE_OFF),
+           unknown, sizeof(unknown));
+    (void)pwrite(s->hdb->fd, unknown, sizeof(unknown), TCFILE_KURA_BOOT_OFF);
 }
 
 int
