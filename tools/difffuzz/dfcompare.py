@@ -77,6 +77,18 @@ def _deliberate_end(items, end):
     return items
 
 
+def _lost_to_reset(ik, im, end_mc):
+    """16: memcached closed with requests unread, so its kernel reset the
+    connection, and the client's may discard replies memcached had sent
+    (a reply cut short is left as a tail). kurad closes with a FIN after
+    every reply: it may have more, and memcached's must begin them."""
+    if end_mc != "reset":
+        return False
+    if im and im[-1][0] == "tail":
+        im = im[:-1]
+    return ik[:len(im)] == im
+
+
 def sentinel_token(item):
     """The token of a sentinel's reply, else None."""
     if item.kind == "line":
@@ -166,6 +178,9 @@ def compare(stream, kura, mc, prefix=None):
             ik, im = _deliberate_unit(ik, im, tags)
             if u == len(uk) - 1:
                 ik = _deliberate_end(ik, rk.end)
+            if ik != im and u >= len(um) - 1 and \
+                    _lost_to_reset(ik, im, rm.end):
+                continue
             if ik != im:
                 n = 0
                 while n < min(len(ik), len(im)) and ik[n] == im[n]:
@@ -176,7 +191,7 @@ def compare(stream, kura, mc, prefix=None):
                 d = Divergence(conn, n, u, ik[n:], im[n:], why)
                 d.labels = labels
                 return d
-        if rk.end != rm.end:
+        if rk.end != rm.end and (rk.end, rm.end) != ("eof", "reset"):
             return Divergence(conn, 0, len(uk), [], [],
                               "kurad's connection ended %s, memcached's %s"
                               % (rk.end, rm.end))

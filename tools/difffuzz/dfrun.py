@@ -162,7 +162,7 @@ class ConnResult:
     def __init__(self, binary):
         self.binary = binary
         self.items = []
-        self.end = "open"  # "eof" or "timeout" once finished
+        self.end = "open"  # "eof", "reset" or "timeout" once finished
 
 
 class _Conn:
@@ -171,6 +171,7 @@ class _Conn:
         self.parser = dfwire.ReplyParser(binary)
         self.binary = binary
         self.eof = False
+        self.reset = False  # the server reset the connection
         self.write_dead = False
         self.unit_start = 0  # first item of the unit being read
 
@@ -195,7 +196,8 @@ class _Conn:
             if r:
                 try:
                     d = sock.recv(1 << 20)
-                except OSError:
+                except OSError as e:
+                    self.reset = e.errno == errno.ECONNRESET
                     d = b""
                 if d:
                     self.parser.feed(d)
@@ -296,7 +298,7 @@ def play(server, stream, prefix=KEY_PREFIX):
                       lambda p, t=t: any(dfwire.is_sentinel(it, t)
                                          for it in p.items))
         if c.eof:
-            results[n].end = "eof"
+            results[n].end = "reset" if c.reset else "eof"
         elif seen:
             results[n].end = "open"
         else:
@@ -308,7 +310,7 @@ def play(server, stream, prefix=KEY_PREFIX):
             ok = c.pump(b"", time.monotonic() + END_TIMEOUT,
                         lambda p: False)
             if c.eof:
-                results[n].end = "eof"
+                results[n].end = "reset" if c.reset else "eof"
             else:
                 c.parser.finish()
                 results[n].end = "timeout" if not ok else "open"
