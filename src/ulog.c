@@ -35,6 +35,8 @@
  * incomplete, fails its checksum or breaks U1. Sets `*valid` to the end of
  * the last good record and the last lsn/seq seen.
  */
+static void _claims_from_written(struct ulog *u);
+
 static int
 _scan_segment(const char *dir, const struct segment *s, uint64_t *valid,
               uint64_t *last_lsn, uint64_t *last_seq)
@@ -248,6 +250,7 @@ ulog_open(const struct ulog_options *o, struct ulog_recovery *rec, char *err,
     pthread_cond_init(&u->sync_cond, NULL);
     pthread_cond_init(&u->cp_cond, NULL);
     pthread_cond_init(&u->zeroed, NULL);
+    pthread_cond_init(&u->written, NULL);
     for (int i = 0; i < ULOG_ORIGINS; i++) {
         pthread_cond_init(&u->exclusions[i].cond, NULL);
     }
@@ -363,6 +366,7 @@ ulog_open(const struct ulog_options *o, struct ulog_recovery *rec, char *err,
     u->syncing_lsn = u->last_lsn;
     ulog_peer_init(&u->peer, u->last_lsn);
     u->other_lsn = u->last_lsn; /* origins unknown: wake every reader */
+    _claims_from_written(u);
     ulog_publish_locked(u);
     u->checkpoint_lsn = rec->checkpoint_lsn;
     u->checkpoint_db_salt = rec->checkpoint_db_salt;
@@ -474,46 +478,143 @@ _exclusions_to_wake(const struct ulog *u, uint32_t first_sid, bool mixed)
     return wake;
 }
 
-enum ulog_status
-ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
-            uint64_t *last_lsn)
+/* U13: the claims follow what is written: none in flight. Holds the
+ * lock. */
+static void
+_claims_from_written(struct ulog *u)
 {
-    enum ulog_status st = ULOG_OK;
+    assert(u->nclaims == 0);
+    u->claimed = u->nsegs > 0 ? u->segs[u->nsegs - 1].size : 0;
+    u->claimed_lsn = u->last_lsn;
+    u->claimed_seq = u->last_seq;
+}
 
-    pthread_mutex_lock(&u->lock);
+/*
+ * U13: moves the written end over the oldest claims that are written, in
+ * order. Returns the exclusions to wake (_exclusions_to_wake()) and sets
+ * `*advanced`. Holds the lock.
+ */
+static unsigned
+_advance_written(struct ulog *u, bool *advanced)
+{
+    unsigned wake = 0;
+    *advanced = false;
+    while (u->nclaims > 0 && u->claims[u->claim_head].done) {
+        const struct ulog_claim *c = &u->claims[u->claim_head];
+        struct segment *active = &u->segs[u->nsegs - 1];
+        /* U1, U13: claims are written end to end, in lsn order. */
+        assert(c->off == active->size);
+        assert(c->seq == u->last_seq + c->n &&
+               (c->n == 0 || c->lsn > u->last_lsn));
+        active->size = c->off + c->len;
+        u->last_lsn = c->lsn;
+        u->last_seq = c->seq;
+        u->total_appended += c->len;
+        u->appends++;
+        u->records += c->n;
+        wake |= _exclusions_to_wake(u, c->first_sid, c->mixed);
+        u->claim_head = (u->claim_head + 1) % ULOG_MAX_CLAIMS;
+        u->nclaims--;
+        *advanced = true;
+    }
+    /* U10, U12: nothing counts as synced that was not written. */
+    assert(u->synced_lsn <= u->last_lsn);
+    return wake;
+}
+
+/*
+ * A claim's write failed. Alone in flight it is given back, and a partial
+ * write past the prepared zeros cut off (inside them, the next append
+ * overwrites it), as before claims existed; with others in flight after
+ * it, the log fails (U13). Holds the lock.
+ */
+static enum ulog_status
+_claim_failed(struct ulog *u, int saved)
+{
     struct segment *active = &u->segs[u->nsegs - 1];
-    /* U6: never write where zeros are being written, nor rotate (and cut
-     * the file) under them. */
-    while (!u->failed && u->zeroing_no == active->no &&
-           (active->size + len > u->zeroing_from ||
-            active->size + len > u->o.segment_max)) {
-        pthread_cond_wait(&u->zeroed, &u->lock);
-        active = &u->segs[u->nsegs - 1];
-    }
-    if (u->failed) {
-        pthread_mutex_unlock(&u->lock);
-        return ULOG_EFAILED;
-    }
-    /* U6: no zeros are being written where this append lands. */
-    assert(u->zeroing_no != active->no ||
-           active->size + len <= u->zeroing_from);
-    if (active->size > ULOG_SEGMENT_HEADER &&
-        active->size + len > u->o.segment_max &&
-        util_mono_ms() >= u->rotate_retry_ms) {
-        st = _rotate(u);
-        if (st != ULOG_OK) {
-            pthread_mutex_unlock(&u->lock);
-            return st;
+    log_limited(u->o.log, LOG_ERROR, "ulog: write: %s%s", strerror(saved),
+                saved == ENOSPC ? "; refusing writes until space returns"
+                                : "");
+    if (u->nclaims == 1) {
+        u->nclaims = 0;
+        _claims_from_written(u);
+        uint64_t keep = active->size > u->prepared ? active->size
+                                                   : u->prepared;
+        if (ftruncate(u->active_fd, (off_t)keep) != 0) {
+            u->failed = true;
         }
-        active = &u->segs[u->nsegs - 1];
+        if (saved != ENOSPC) {
+            u->failed = true;
+        }
+    } else {
+        u->failed = true;
     }
-    uint64_t lsn = u->last_lsn;
-    uint64_t seq = u->last_seq;
-    uint64_t first = 0;
+    pthread_cond_broadcast(&u->written);
+    return saved == ENOSPC && u->nclaims == 0 ? ULOG_ENOSPC : ULOG_EIO;
+}
+
+/*
+ * Waits until an append of `len` bytes may claim its place: no zeros
+ * being written where it lands (U6), room for a claim, and the segment
+ * rotated if it is full (U13: only with no claim in flight into it).
+ * Holds the lock. Returns ULOG_OK, ULOG_EFAILED or _rotate()'s error.
+ */
+static enum ulog_status
+_wait_for_room(struct ulog *u, size_t len)
+{
+    for (;;) {
+        const struct segment *active = &u->segs[u->nsegs - 1];
+        if (u->failed) {
+            return ULOG_EFAILED;
+        }
+        if (u->nclaims == ULOG_MAX_CLAIMS) {
+            pthread_cond_wait(&u->written, &u->lock);
+            continue;
+        }
+        if (u->zeroing_no == active->no &&
+            (u->claimed + len > u->zeroing_from ||
+             u->claimed + len > u->o.segment_max)) {
+            pthread_cond_wait(&u->zeroed, &u->lock);
+            continue;
+        }
+        if (u->claimed > ULOG_SEGMENT_HEADER &&
+            u->claimed + len > u->o.segment_max &&
+            util_mono_ms() >= u->rotate_retry_ms) {
+            /* Another appender may rotate meanwhile: look again after. */
+            if (u->nclaims > 0) {
+                pthread_cond_wait(&u->written, &u->lock);
+                continue;
+            }
+            enum ulog_status st = _rotate(u);
+            if (st != ULOG_OK) {
+                return st;
+            }
+            _claims_from_written(u);
+            continue;
+        }
+        /* U6: no zeros are being written where this append lands. */
+        assert(u->zeroing_no != active->no ||
+               u->claimed + len <= u->zeroing_from);
+        return ULOG_OK;
+    }
+}
+
+/*
+ * U1, U13: seals the `n` records of `buf` (`len` bytes) with the next
+ * lsns and seqs after the last claimed, notes their origins, and claims
+ * their place at the end of what is claimed. Holds the lock. Returns the
+ * claim's index in the ring; `*first` is its first record's lsn.
+ */
+static size_t
+_claim(struct ulog *u, uint8_t *buf, size_t len, size_t n, uint64_t *first)
+{
+    uint64_t lsn = u->claimed_lsn;
+    uint64_t seq = u->claimed_seq;
     size_t off = 0;
     uint32_t first_sid = 0;
     uint32_t run_sid = 0; /* origin of the records just sealed */
     bool mixed = false;
+    *first = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t rlen = logrec_peek_len(buf + off);
         uint32_t sid = logrec_peek_sid(buf + off);
@@ -527,63 +628,91 @@ ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
         uint64_t next = clock_next(u->o.clock);
         lsn = next > lsn ? next : lsn + 1;
         logrec_seal(buf + off, lsn, ++seq);
-        if (first == 0) {
-            first = lsn;
+        if (*first == 0) {
+            *first = lsn;
         }
         off += rlen;
     }
     /* U1: strictly increasing lsn, dense seq, and the records fill the
      * buffer exactly. */
-    assert(n == 0 || (first > u->last_lsn && lsn >= first));
-    assert(seq == u->last_seq + n);
+    assert(n == 0 || (*first > u->claimed_lsn && lsn >= *first));
+    assert(seq == u->claimed_seq + n);
     assert(off == len);
-    assert(active->size >= ULOG_SEGMENT_HEADER);
-    if (ulog_write_full(u->active_fd, buf, len, active->size) != 0) {
-        int saved = errno;
-        /* Cut any partial write past the prepared zeros; inside them, the
-         * next append simply overwrites it. */
-        uint64_t keep = active->size > u->prepared ? active->size : u->prepared;
-        if (ftruncate(u->active_fd, (off_t)keep) != 0) {
-            u->failed = true;
-        }
-        log_limited(u->o.log, LOG_ERROR, "ulog: write: %s%s", strerror(saved),
-                    saved == ENOSPC ? "; refusing writes until space returns"
-                                    : "");
-        if (saved != ENOSPC) {
-            u->failed = true;
-        }
-        pthread_mutex_unlock(&u->lock);
-        return saved == ENOSPC ? ULOG_ENOSPC : ULOG_EIO;
+    assert(u->claimed >= u->segs[u->nsegs - 1].size);
+    if (n > 0) {
+        _note_origin(u, run_sid, lsn);
     }
-    active->size += len;
+    size_t at = (u->claim_head + u->nclaims) % ULOG_MAX_CLAIMS;
+    u->claims[at] = (struct ulog_claim){u->claimed, len, lsn, seq, n,
+                                        first_sid, mixed, false};
+    u->nclaims++;
+    u->claimed += len;
+    u->claimed_lsn = lsn;
+    u->claimed_seq = seq;
+    return at;
+}
+
+enum ulog_status
+ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
+            uint64_t *last_lsn)
+{
+    pthread_mutex_lock(&u->lock);
+    enum ulog_status st = _wait_for_room(u, len);
+    if (st != ULOG_OK) {
+        pthread_mutex_unlock(&u->lock);
+        return st;
+    }
+    uint64_t first;
+    size_t at = _claim(u, buf, len, n, &first);
+    uint64_t where = u->claims[at].off;
+    int rc;
+    if (where + len <= u->prepared) {
+        /* U13: inside prepared zeros, so no space can run out; others
+         * claim and write meanwhile. The descriptor stays: rotation waits
+         * for every claim. */
+        int fd = u->active_fd;
+        pthread_mutex_unlock(&u->lock);
+        rc = ulog_write_full(fd, buf, len, where);
+        int saved = errno;
+        pthread_mutex_lock(&u->lock);
+        errno = saved;
+    } else {
+        rc = ulog_write_full(u->active_fd, buf, len, where);
+    }
+    if (rc != 0) {
+        st = _claim_failed(u, errno);
+        pthread_mutex_unlock(&u->lock);
+        return st;
+    }
+    u->claims[at].done = true;
+    /* Applied after this returns: the checkpoint stays below it (U4). */
+    if (slot >= 0 && u->inflight[slot] == 0) {
+        u->inflight[slot] = first;
+    }
+    *last_lsn = u->claims[at].lsn;
+    bool advanced;
+    unsigned wake_exclusions = _advance_written(u, &advanced);
+    const struct segment *active = &u->segs[u->nsegs - 1];
     uint64_t ahead = u->prepared > active->size ? u->prepared - active->size
                                                 : 0;
     bool wake_sync = ahead < ULOG_PREPARE_LOW ||
                      u->o.fsync == ULOG_FSYNC_ALWAYS;
-    u->total_appended += len;
-    u->last_lsn = lsn;
-    u->last_seq = seq;
-    /* U10, U12: nothing counts as synced that was not written. */
-    assert(u->synced_lsn <= u->last_lsn);
-    if (n > 0) {
-        _note_origin(u, run_sid, lsn);
+    if (advanced) {
+        ulog_publish_locked(u);
     }
-    unsigned wake_exclusions = _exclusions_to_wake(u, first_sid, mixed);
-    if (slot >= 0 && u->inflight[slot] == 0) {
-        u->inflight[slot] = first;
-    }
-    u->appends++;
-    u->records += n;
-    *last_lsn = lsn;
-    ulog_publish_locked(u);
     pthread_mutex_unlock(&u->lock);
     /* Woken after the unlock: a thread woken under it would at once block
      * on the lock and be woken a second time by the unlock. Each waiter
-     * tests its condition under the lock, so no wake-up is lost. */
+     * tests its condition under the lock, so no wake-up is lost. A claim
+     * written before an earlier one leaves the wake-ups to that one. */
+    if (!advanced) {
+        return ULOG_OK;
+    }
     if (wake_sync) {
         pthread_cond_signal(&u->sync_cond);
     }
     pthread_cond_broadcast(&u->grown);
+    pthread_cond_broadcast(&u->written);
     for (int i = 0; wake_exclusions != 0; i++, wake_exclusions >>= 1) {
         if (wake_exclusions & 1u) {
             pthread_cond_broadcast(&u->exclusions[i].cond);
@@ -603,7 +732,7 @@ ulog_reserve(struct ulog *u, uint64_t bytes)
         return ULOG_EFAILED;
     }
     u->reserved += bytes;
-    uint64_t need = u->segs[u->nsegs - 1].size + u->reserved;
+    uint64_t need = u->claimed + u->reserved; /* U13 */
     uint64_t have = u->space_end > u->prepared ? u->space_end : u->prepared;
     if (need > have && !u->space_unsupported) {
         /* Usually the prepared zeros cover it; this runs when the sync
@@ -713,6 +842,7 @@ ulog_close(struct ulog *u)
     pthread_cond_destroy(&u->sync_cond);
     pthread_cond_destroy(&u->cp_cond);
     pthread_cond_destroy(&u->zeroed);
+    pthread_cond_destroy(&u->written);
     for (int i = 0; i < ULOG_ORIGINS; i++) {
         pthread_cond_destroy(&u->exclusions[i].cond);
     }

@@ -49,6 +49,16 @@
  *       log ever needs: under "never" a cut could otherwise leave a hole
  *       in a middle segment followed by records that survived, and
  *       kurad would refuse to start on it (tests/powercut PC1).
+ *  U13. An append claims its bytes and its records' lsn and seq under
+ *       the lock, in order, and writes them after letting go of it when
+ *       they land inside prepared zeros (U6); the written end (what
+ *       readers, syncs and the durable lsn may reach) advances over a
+ *       claim only once it and every claim before it is written. So a
+ *       record is never read, synced or answered before every record
+ *       before it is in the file, a crash leaves at worst zeros between
+ *       written claims, which U3's cut ends the log at, and a segment is
+ *       finished (U9) only with no claim in flight. A claim that fails
+ *       to be written while others are in flight fails the log.
  *
  * Under "peer" (ulog_peer.c; tests/unit/check_ulog_peer and
  * tests/integration/check_it_peer cite these):
@@ -81,7 +91,8 @@
  * syncs the database, records checkpoints and removes old segments;
  * readers (replication senders, redo, tools) read the files concurrently
  * up to the written end.
- * One mutex guards the append position; waiting readers sleep on its
+ * One mutex guards the append position (held to claim, not to write:
+ * U13); waiting readers sleep on its
  * condition variable, which every append and sync broadcasts. A reader
  * that skips one origin's records (a replication sender, which never
  * sends a peer its own) sleeps on that origin's own condition variable

@@ -75,6 +75,25 @@ struct ulog_exclusion {
     pthread_cond_t cond;
 };
 
+/*
+ * An append whose bytes are claimed in the active segment and being
+ * written outside the lock (U13). Claims are kept in claim order, which
+ * is lsn order; the written end advances over those done, in order.
+ */
+struct ulog_claim {
+    uint64_t off;       /* where its bytes go */
+    uint64_t len;
+    uint64_t lsn;       /* its last record's */
+    uint64_t seq;
+    uint64_t n;         /* records */
+    uint32_t first_sid; /* the first record's origin */
+    bool mixed;         /* another origin follows */
+    bool done;          /* written */
+};
+
+/* Appends in flight at once; one more waits for the oldest to finish. */
+#define ULOG_MAX_CLAIMS 512
+
 struct ulog {
     struct ulog_options o;
     int lock_fd;
@@ -94,8 +113,17 @@ struct ulog {
     uint64_t reserved;     /* bytes reserved by appenders (ulog_reserve) */
     bool space_unsupported;      /* no fallocate: no guarantee */
     uint64_t rotate_retry_ms;    /* a rotation failed for space: retry then */
-    uint64_t last_lsn;
+    uint64_t last_lsn;     /* the last record written (readers' end) */
     uint64_t last_seq;
+    /* U13: claimed in the active segment, written or being written:
+     * claimed >= the active segment's size, claimed_lsn >= last_lsn. */
+    uint64_t claimed;
+    uint64_t claimed_lsn;
+    uint64_t claimed_seq;
+    struct ulog_claim claims[ULOG_MAX_CLAIMS]; /* a ring, oldest first */
+    size_t claim_head;
+    size_t nclaims;
+    pthread_cond_t written; /* the oldest claim was written */
     struct ulog_origin origins[ULOG_ORIGINS];
     int norigins;
     /* The last record of an origin past the table, or from before this
@@ -120,7 +148,7 @@ struct ulog {
     int nslots;
     struct watcher watchers[ULOG_MAX_WATCHERS];
     int nwatchers;
-    bool failed;
+    _Atomic bool failed; /* read without the lock by ulog_failed() */
     bool stopping;
     bool threads;
     pthread_t sync_thread;

@@ -42,7 +42,9 @@ ulog_others_end_locked(const struct ulog *u, uint32_t skip_sid)
             end = u->origins[i].lsn;
         }
     }
-    return end;
+    /* U13: origins are noted when claimed; readers stop at the written
+     * end. */
+    return end < u->last_lsn ? end : u->last_lsn;
 }
 
 /* Publishes the durable lsn for lock-free readers; the caller holds the
@@ -81,10 +83,9 @@ ulog_durable_lsn(struct ulog *u)
 bool
 ulog_failed(struct ulog *u)
 {
-    pthread_mutex_lock(&u->lock);
-    bool failed = u->failed;
-    pthread_mutex_unlock(&u->lock);
-    return failed;
+    /* Asked on every durable write's way out: no lock for a flag that
+     * only ever turns on. */
+    return atomic_load_explicit(&u->failed, memory_order_acquire);
 }
 
 bool
@@ -250,10 +251,11 @@ _prepare_locked(struct ulog *u)
     static const uint8_t zeros[ULOG_PREPARE_CHUNK];
     struct segment *active = &u->segs[u->nsegs - 1];
     uint64_t no = active->no;
-    uint64_t from = u->prepared > active->size ? u->prepared : active->size;
+    /* U13: past what appends have claimed, written or not. */
+    uint64_t from = u->prepared > u->claimed ? u->prepared : u->claimed;
     uint64_t limit = u->o.segment_max + ULOG_PREPARE_LOW;
 
-    if (from - active->size >= ULOG_PREPARE_LOW || from >= limit) {
+    if (from - u->claimed >= ULOG_PREPARE_LOW || from >= limit) {
         return;
     }
     uint64_t to = from + ULOG_PREPARE_STEP < limit ? from + ULOG_PREPARE_STEP : limit;
@@ -264,21 +266,21 @@ _prepare_locked(struct ulog *u)
      * off from the appends while it is written. */
     while (ok && off < to && u->segs[u->nsegs - 1].no == no) {
         active = &u->segs[u->nsegs - 1];
-        off = off > active->size ? off : active->size;
+        off = off > u->claimed ? off : u->claimed;
         if (off >= to) {
             break;
         }
         size_t n = to - off < sizeof(zeros) ? (size_t)(to - off)
                                             : sizeof(zeros);
-        assert(off >= active->size); /* U6: zeros go past the end */
+        /* U6, U13: zeros go past the end, claimed bytes included. */
+        assert(off >= u->claimed && u->claimed >= active->size);
         u->zeroing_no = no;
         u->zeroing_from = off;
         pthread_mutex_unlock(&u->lock);
         ok = ulog_write_full(fd, zeros, n, off) == 0;
         pthread_mutex_lock(&u->lock);
         /* U6: no append reached the chunk while it was written. */
-        assert(u->segs[u->nsegs - 1].no != no ||
-               u->segs[u->nsegs - 1].size <= off);
+        assert(u->segs[u->nsegs - 1].no != no || u->claimed <= off);
         u->zeroing_no = 0;
         pthread_cond_broadcast(&u->zeroed);
         off += n;
