@@ -16,6 +16,7 @@
 #include "memlimit.h"
 #include "record.h"
 #include "tcfile.h"
+#include "util.h"
 
 struct bitmap {
     uint64_t *words;
@@ -99,13 +100,7 @@ struct check {
 static uint64_t
 _place(uint64_t bucket, uint64_t off)
 {
-    uint64_t x = bucket * 0x9e3779b97f4a7c15u ^ off;
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9u;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebu;
-    x ^= x >> 31;
-    return x;
+    return util_mix64(bucket * 0x9e3779b97f4a7c15u ^ off);
 }
 
 static enum dbcheck_status

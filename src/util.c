@@ -122,6 +122,12 @@ util_hash(const void *key, size_t len)
         h *= 1099511628211ULL;
     }
     /* FNV's low bits are weak for short keys; finish with a 64-bit mix. */
+    return util_mix64(h);
+}
+
+uint64_t
+util_mix64(uint64_t h)
+{
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdULL;
     h ^= h >> 33;

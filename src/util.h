@@ -50,6 +50,10 @@ size_t util_u64_to_dec(uint64_t v, char *buf);
 /* 64-bit hash of a key (FNV-1a with a final mix); stable across runs. */
 uint64_t util_hash(const void *key, size_t len);
 
+/* A 64-bit finalising mix (MurmurHash3's): every input bit moves about
+ * half the output bits. */
+uint64_t util_mix64(uint64_t h);
+
 /* Sets O_NONBLOCK on `fd`. Returns 0, or -1 with errno set. */
 int util_set_nonblock(int fd);
 

@@ -304,30 +304,16 @@ _put_link(uint64_t at, uint64_t off)
     _scribble(at, v, 4);
 }
 
-/* With a budget too small for the trees at once, the deep check walks
- * them by ranges of buckets, one more pass each, and finds the same. */
-START_TEST(test_deep_check_by_ranges_of_buckets)
+/* A fresh database whose first record's tree is swapped with the tree of
+ * the bucket `apart` buckets on: each hangs from the other's bucket. */
+static void
+_swap_trees(uint32_t apart)
 {
-    struct dbcheck_report r;
     struct tcfile_block b;
     uint32_t bucket;
-
-    _build_plain(400);
-    ck_assert_int_eq(dbcheck_file_within(path, DBCHECK_DEEP, 1500, &r),
-                     DBCHECK_OK);
-    ck_assert_uint_eq(r.records, 400);
-
-    ck_assert(_find(_one_left_child, &b, &bucket));
-    _put_link(b.off + 2 + 4, b.left);
-    _put_link(b.off + 2, 0);
-    ck_assert_int_eq(dbcheck_file_within(path, DBCHECK_DEEP, 1500, &r),
-                     DBCHECK_DAMAGED);
-    ck_assert_msg(strstr(r.damage, "out of its tree's order") != NULL, "%s",
-                  r.damage);
-
     _build_plain(400);
     ck_assert(_find(_any, &b, &bucket));
-    uint32_t other = (bucket + 50) % 101;
+    uint32_t other = (bucket + apart) % 101;
     struct tcfile f;
     char why[160];
     ck_assert_int_eq(tcfile_open(&f, path, why, sizeof(why)), TCFILE_OK);
@@ -336,6 +322,46 @@ START_TEST(test_deep_check_by_ranges_of_buckets)
     tcfile_close(&f);
     _put_link(256 + 4 * (uint64_t)bucket, other_root);
     _put_link(256 + 4 * (uint64_t)other, root);
+}
+
+/* In the database as it is: a left child moved to the right, where a
+ * lookup would not look for it. */
+static void
+_child_on_wrong_side_here(void)
+{
+    struct tcfile_block b;
+    uint32_t bucket;
+    ck_assert(_find(_one_left_child, &b, &bucket));
+    _put_link(b.off + 2 + 4, b.left);
+    _put_link(b.off + 2, 0);
+}
+
+/* The same in a fresh database. */
+static void
+_child_on_wrong_side(void)
+{
+    _build_plain(400);
+    _child_on_wrong_side_here();
+}
+
+/* With a budget too small for the trees at once, the deep check walks
+ * them by ranges of buckets, one more pass each, and finds the same. */
+START_TEST(test_deep_check_by_ranges_of_buckets)
+{
+    struct dbcheck_report r;
+
+    _build_plain(400);
+    ck_assert_int_eq(dbcheck_file_within(path, DBCHECK_DEEP, 1500, &r),
+                     DBCHECK_OK);
+    ck_assert_uint_eq(r.records, 400);
+
+    _child_on_wrong_side_here();
+    ck_assert_int_eq(dbcheck_file_within(path, DBCHECK_DEEP, 1500, &r),
+                     DBCHECK_DAMAGED);
+    ck_assert_msg(strstr(r.damage, "out of its tree's order") != NULL, "%s",
+                  r.damage);
+
+    _swap_trees(50);
     ck_assert_int_eq(dbcheck_file_within(path, DBCHECK_DEEP, 1500, &r),
                      DBCHECK_DAMAGED);
     ck_assert_msg(strstr(r.damage, "another key's bucket") != NULL, "%s",
@@ -366,25 +392,12 @@ START_TEST(test_deep_check_finds_torn_and_detached)
     _expect_damage("not linked from anywhere");
 
     /* A child on the wrong side: a lookup would miss it. */
-    _build_plain(400);
-    ck_assert(_find(_one_left_child, &b, &bucket));
-    _put_link(b.off + 2 + 4, b.left);
-    _put_link(b.off + 2, 0);
+    _child_on_wrong_side();
     ck_assert_int_eq(dbcheck_file(path, 0, &r), DBCHECK_OK);
     _expect_damage("out of its tree's order");
 
     /* A tree hung from another key's bucket. */
-    _build_plain(400);
-    ck_assert(_find(_any, &b, &bucket));
-    uint32_t other = (bucket + 1) % 101;
-    struct tcfile f;
-    char why[160];
-    ck_assert_int_eq(tcfile_open(&f, path, why, sizeof(why)), TCFILE_OK);
-    uint64_t root = tcfile_bucket(&f, bucket);
-    uint64_t other_root = tcfile_bucket(&f, other);
-    tcfile_close(&f);
-    _put_link(256 + 4 * (uint64_t)bucket, other_root);
-    _put_link(256 + 4 * (uint64_t)other, root);
+    _swap_trees(1);
     _expect_damage("another key's bucket");
 
     /* A hash byte that does not match the key. */
@@ -449,24 +462,11 @@ START_TEST(test_same_boot_check_is_one_pass)
 
     /* A freed block reused by another bucket's put before the link to it
      * moved: a record linked from another bucket's tree. */
-    _build_plain(400);
-    ck_assert(_find(_any, &b, &bucket));
-    uint32_t other = (bucket + 1) % 101;
-    struct tcfile f;
-    char why[160];
-    ck_assert_int_eq(tcfile_open(&f, path, why, sizeof(why)), TCFILE_OK);
-    uint64_t root = tcfile_bucket(&f, bucket);
-    uint64_t other_root = tcfile_bucket(&f, other);
-    tcfile_close(&f);
-    _put_link(256 + 4 * (uint64_t)bucket, other_root);
-    _put_link(256 + 4 * (uint64_t)other, root);
+    _swap_trees(1);
     _expect_same_boot_damage("another key's bucket");
 
     /* Only mixed pages put a child on the wrong side: not looked for. */
-    _build_plain(400);
-    ck_assert(_find(_one_left_child, &b, &bucket));
-    _put_link(b.off + 2 + 4, b.left);
-    _put_link(b.off + 2, 0);
+    _child_on_wrong_side();
     ck_assert_int_eq(dbcheck_file(path, same, &r), DBCHECK_OK);
     _expect_damage("out of its tree's order");
 }
