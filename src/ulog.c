@@ -1,6 +1,6 @@
 /*
  * ulog: opening and recovering the log, group-commit appends, starting
- * and stopping its threads (see ulog.h for the invariants U1-U12);
+ * and stopping its threads (see ulog.h for the invariants U1-U13);
  * durability and the sync thread are in ulog_sync.c, segment files in
  * ulog_segment.c, checkpoints in ulog_checkpoint.c, readers in
  * ulog_reader.c, the "peer" policy's rules in ulog_peer.c.
