@@ -39,9 +39,10 @@ struct store {
  * once it is open. */
 void store_pages_hint(struct store *s);
 
-/* store_pages.c. D8: after a write the disk refused, the file is no longer known to
- * hold every write made in this boot; clears its boot (best effort: the
- * disk is failing) so the next start checks it in full. */
+/* store_pages.c. D8: after a write the disk refused, the file is no
+ * longer known to hold every write made in this boot; clears its boot
+ * (best effort: the disk is failing) so the next start checks it in
+ * full. */
 void store_forget_boot(struct store *s);
 
 #endif

@@ -35,8 +35,6 @@
  * incomplete, fails its checksum or breaks U1. Sets `*valid` to the end of
  * the last good record and the last lsn/seq seen.
  */
-static void _claims_from_written(struct ulog *u);
-
 static int
 _scan_segment(const char *dir, const struct segment *s, uint64_t *valid,
               uint64_t *last_lsn, uint64_t *last_seq)
@@ -366,7 +364,6 @@ ulog_open(const struct ulog_options *o, struct ulog_recovery *rec, char *err,
     u->syncing_lsn = u->last_lsn;
     ulog_peer_init(&u->peer, u->last_lsn);
     u->other_lsn = u->last_lsn; /* origins unknown: wake every reader */
-    _claims_from_written(u);
     ulog_publish_locked(u);
     u->checkpoint_lsn = rec->checkpoint_lsn;
     u->checkpoint_db_salt = rec->checkpoint_db_salt;
@@ -478,17 +475,6 @@ _exclusions_to_wake(const struct ulog *u, uint32_t first_sid, bool mixed)
     return wake;
 }
 
-/* U13: the claims follow what is written: none in flight. Holds the
- * lock. */
-static void
-_claims_from_written(struct ulog *u)
-{
-    assert(u->nclaims == 0);
-    u->claimed = u->nsegs > 0 ? u->segs[u->nsegs - 1].size : 0;
-    u->claimed_lsn = u->last_lsn;
-    u->claimed_seq = u->last_seq;
-}
-
 /*
  * U13: moves the written end over the oldest claims that are written, in
  * order. Returns the exclusions to wake (_exclusions_to_wake()) and sets
@@ -536,8 +522,7 @@ _claim_failed(struct ulog *u, int saved)
                 saved == ENOSPC ? "; refusing writes until space returns"
                                 : "");
     if (u->nclaims == 1) {
-        u->nclaims = 0;
-        _claims_from_written(u);
+        u->nclaims = 0; /* the next append claims this place again */
         uint64_t keep = active->size > u->prepared ? active->size
                                                    : u->prepared;
         if (ftruncate(u->active_fd, (off_t)keep) != 0) {
@@ -564,6 +549,7 @@ _wait_for_room(struct ulog *u, size_t len)
 {
     for (;;) {
         const struct segment *active = &u->segs[u->nsegs - 1];
+        uint64_t end = ulog_claimed_end_locked(u);
         if (u->failed) {
             return ULOG_EFAILED;
         }
@@ -572,13 +558,13 @@ _wait_for_room(struct ulog *u, size_t len)
             continue;
         }
         if (u->zeroing_no == active->no &&
-            (u->claimed + len > u->zeroing_from ||
-             u->claimed + len > u->o.segment_max)) {
+            (end + len > u->zeroing_from ||
+             end + len > u->o.segment_max)) {
             pthread_cond_wait(&u->zeroed, &u->lock);
             continue;
         }
-        if (u->claimed > ULOG_SEGMENT_HEADER &&
-            u->claimed + len > u->o.segment_max &&
+        if (end > ULOG_SEGMENT_HEADER &&
+            end + len > u->o.segment_max &&
             util_mono_ms() >= u->rotate_retry_ms) {
             /* Another appender may rotate meanwhile: look again after. */
             if (u->nclaims > 0) {
@@ -589,12 +575,11 @@ _wait_for_room(struct ulog *u, size_t len)
             if (st != ULOG_OK) {
                 return st;
             }
-            _claims_from_written(u);
             continue;
         }
         /* U6: no zeros are being written where this append lands. */
         assert(u->zeroing_no != active->no ||
-               u->claimed + len <= u->zeroing_from);
+               end + len <= u->zeroing_from);
         return ULOG_OK;
     }
 }
@@ -608,8 +593,10 @@ _wait_for_room(struct ulog *u, size_t len)
 static size_t
 _claim(struct ulog *u, uint8_t *buf, size_t len, size_t n, uint64_t *first)
 {
-    uint64_t lsn = u->claimed_lsn;
-    uint64_t seq = u->claimed_seq;
+    const struct ulog_claim *newest = ulog_newest_claim_locked(u);
+    uint64_t lsn = newest != NULL ? newest->lsn : u->last_lsn;
+    uint64_t seq = newest != NULL ? newest->seq : u->last_seq;
+    uint64_t where = ulog_claimed_end_locked(u);
     size_t off = 0;
     uint32_t first_sid = 0;
     uint32_t run_sid = 0; /* origin of the records just sealed */
@@ -635,20 +622,19 @@ _claim(struct ulog *u, uint8_t *buf, size_t len, size_t n, uint64_t *first)
     }
     /* U1: strictly increasing lsn, dense seq, and the records fill the
      * buffer exactly. */
-    assert(n == 0 || (*first > u->claimed_lsn && lsn >= *first));
-    assert(seq == u->claimed_seq + n);
+    assert(n == 0 ||
+           (*first > (newest != NULL ? newest->lsn : u->last_lsn) &&
+            lsn >= *first));
+    assert(seq == (newest != NULL ? newest->seq : u->last_seq) + n);
     assert(off == len);
-    assert(u->claimed >= u->segs[u->nsegs - 1].size);
+    assert(where >= u->segs[u->nsegs - 1].size);
     if (n > 0) {
         _note_origin(u, run_sid, lsn);
     }
     size_t at = (u->claim_head + u->nclaims) % ULOG_MAX_CLAIMS;
-    u->claims[at] = (struct ulog_claim){u->claimed, len, lsn, seq, n,
-                                        first_sid, mixed, false};
+    u->claims[at] = (struct ulog_claim){where, len, lsn, seq, n, first_sid,
+                                        mixed, false};
     u->nclaims++;
-    u->claimed += len;
-    u->claimed_lsn = lsn;
-    u->claimed_seq = seq;
     return at;
 }
 
@@ -732,7 +718,7 @@ ulog_reserve(struct ulog *u, uint64_t bytes)
         return ULOG_EFAILED;
     }
     u->reserved += bytes;
-    uint64_t need = u->claimed + u->reserved; /* U13 */
+    uint64_t need = ulog_claimed_end_locked(u) + u->reserved; /* U13 */
     uint64_t have = u->space_end > u->prepared ? u->space_end : u->prepared;
     if (need > have && !u->space_unsupported) {
         /* Usually the prepared zeros cover it; this runs when the sync

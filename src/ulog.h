@@ -92,8 +92,8 @@
  * readers (replication senders, redo, tools) read the files concurrently
  * up to the written end.
  * One mutex guards the append position (held to claim, not to write:
- * U13); waiting readers sleep on its
- * condition variable, which every append and sync broadcasts. A reader
+ * U13); waiting readers sleep on its condition variable, which every
+ * append and sync broadcasts. A reader
  * that skips one origin's records (a replication sender, which never
  * sends a peer its own) sleeps on that origin's own condition variable
  * instead, which only appends holding another origin's records wake.

@@ -115,11 +115,8 @@ struct ulog {
     uint64_t rotate_retry_ms;    /* a rotation failed for space: retry then */
     uint64_t last_lsn;     /* the last record written (readers' end) */
     uint64_t last_seq;
-    /* U13: claimed in the active segment, written or being written:
-     * claimed >= the active segment's size, claimed_lsn >= last_lsn. */
-    uint64_t claimed;
-    uint64_t claimed_lsn;
-    uint64_t claimed_seq;
+    /* U13: appends claimed in the active segment, written or being
+     * written, past the written end (ulog_claimed_end_locked()). */
     struct ulog_claim claims[ULOG_MAX_CLAIMS]; /* a ring, oldest first */
     size_t claim_head;
     size_t nclaims;
@@ -162,6 +159,24 @@ struct ulog {
     uint64_t write_backs;       /* db_write_back() calls */
     uint64_t purged;
 };
+
+/* U13: the newest claim in flight, or NULL. The caller holds u->lock. */
+static inline const struct ulog_claim *
+ulog_newest_claim_locked(const struct ulog *u)
+{
+    return u->nclaims == 0
+               ? NULL
+               : &u->claims[(u->claim_head + u->nclaims - 1) % ULOG_MAX_CLAIMS];
+}
+
+/* U13: where the next append's bytes go: past every claim, written or
+ * not. The caller holds u->lock. */
+static inline uint64_t
+ulog_claimed_end_locked(const struct ulog *u)
+{
+    const struct ulog_claim *c = ulog_newest_claim_locked(u);
+    return c != NULL ? c->off + c->len : u->segs[u->nsegs - 1].size;
+}
 
 /* Writes the path of segment `no` in `dir` to `out` (`len` bytes). */
 void ulog_seg_path(const char *dir, uint64_t no, char *out, size_t len);

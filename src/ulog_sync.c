@@ -252,10 +252,11 @@ _prepare_locked(struct ulog *u)
     struct segment *active = &u->segs[u->nsegs - 1];
     uint64_t no = active->no;
     /* U13: past what appends have claimed, written or not. */
-    uint64_t from = u->prepared > u->claimed ? u->prepared : u->claimed;
+    uint64_t claimed = ulog_claimed_end_locked(u);
+    uint64_t from = u->prepared > claimed ? u->prepared : claimed;
     uint64_t limit = u->o.segment_max + ULOG_PREPARE_LOW;
 
-    if (from - u->claimed >= ULOG_PREPARE_LOW || from >= limit) {
+    if (from - claimed >= ULOG_PREPARE_LOW || from >= limit) {
         return;
     }
     uint64_t to = from + ULOG_PREPARE_STEP < limit ? from + ULOG_PREPARE_STEP : limit;
@@ -266,21 +267,23 @@ _prepare_locked(struct ulog *u)
      * off from the appends while it is written. */
     while (ok && off < to && u->segs[u->nsegs - 1].no == no) {
         active = &u->segs[u->nsegs - 1];
-        off = off > u->claimed ? off : u->claimed;
+        claimed = ulog_claimed_end_locked(u);
+        off = off > claimed ? off : claimed;
         if (off >= to) {
             break;
         }
         size_t n = to - off < sizeof(zeros) ? (size_t)(to - off)
                                             : sizeof(zeros);
         /* U6, U13: zeros go past the end, claimed bytes included. */
-        assert(off >= u->claimed && u->claimed >= active->size);
+        assert(off >= claimed && claimed >= active->size);
         u->zeroing_no = no;
         u->zeroing_from = off;
         pthread_mutex_unlock(&u->lock);
         ok = ulog_write_full(fd, zeros, n, off) == 0;
         pthread_mutex_lock(&u->lock);
         /* U6: no append reached the chunk while it was written. */
-        assert(u->segs[u->nsegs - 1].no != no || u->claimed <= off);
+        assert(u->segs[u->nsegs - 1].no != no ||
+               ulog_claimed_end_locked(u) <= off);
         u->zeroing_no = 0;
         pthread_cond_broadcast(&u->zeroed);
         off += n;
