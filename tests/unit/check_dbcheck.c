@@ -179,12 +179,18 @@ _scribble(uint64_t off, const void *p, size_t len)
 }
 
 static void
-_expect_damage(const char *what)
+_expect_damage_with(unsigned flags, const char *what)
 {
     struct dbcheck_report r;
-    ck_assert_int_eq(dbcheck_file(path, DBCHECK_DEEP, &r), DBCHECK_DAMAGED);
+    ck_assert_int_eq(dbcheck_file(path, flags, &r), DBCHECK_DAMAGED);
     ck_assert_msg(strstr(r.damage, what) != NULL, "expected \"%s\", got "
                   "\"%s\"", what, r.damage);
+}
+
+static void
+_expect_damage(const char *what)
+{
+    _expect_damage_with(DBCHECK_DEEP, what);
 }
 
 /* The offset of the first record, read from a fresh database. */
@@ -412,11 +418,7 @@ END_TEST
 static void
 _expect_same_boot_damage(const char *what)
 {
-    struct dbcheck_report r;
-    ck_assert_int_eq(dbcheck_file(path, DBCHECK_DEEP | DBCHECK_SAME_BOOT, &r),
-                     DBCHECK_DAMAGED);
-    ck_assert_msg(strstr(r.damage, what) != NULL, "expected \"%s\", got "
-                  "\"%s\"", what, r.damage);
+    _expect_damage_with(DBCHECK_DEEP | DBCHECK_SAME_BOOT, what);
 }
 
 /* store.h D8: after a crash in the same boot, one pass whatever the
