@@ -681,8 +681,11 @@ ulog_append(struct ulog *u, int slot, uint8_t *buf, size_t len, size_t n,
     const struct segment *active = &u->segs[u->nsegs - 1];
     uint64_t ahead = u->prepared > active->size ? u->prepared - active->size
                                                 : 0;
+    /* Under "always" the sync thread is woken for every commit only
+     * while it issues the syncs (U14). */
     bool wake_sync = ahead < ULOG_PREPARE_LOW ||
-                     u->o.fsync == ULOG_FSYNC_ALWAYS;
+                     (u->o.fsync == ULOG_FSYNC_ALWAYS &&
+                      !ulog_leads_syncs_locked(u));
     if (advanced) {
         ulog_publish_locked(u);
     }

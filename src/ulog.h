@@ -60,6 +60,18 @@
  *       finished (U9) only with no claim in flight. A claim that fails
  *       to be written while others are in flight fails the log.
  *
+ *  U14. Under "always", one fdatasync of the log is in flight at a time,
+ *       and the thread that needs one and finds none in flight issues it
+ *       itself: a worker at the end of its pass (ulog_want_sync()) or a
+ *       thread blocked in ulog_wait_durable(). A sync covers every record
+ *       written when it began (U12), so the asker's own, since it waits
+ *       until its claim and every one before it are written (U13). When
+ *       a sync ends with watchers still waiting, it calls back the one
+ *       waiting longest, which asks again and leads the next; a watcher
+ *       nobody leads for is still synced by the sync thread within
+ *       ULOG_LAZY_SYNC_MS. So no reply waits on a thread hand-off the
+ *       disk does not need, and no wait is lost.
+ *
  * Under "peer" (ulog_peer.c; tests/unit/check_ulog_peer and
  * tests/integration/check_it_peer cite these):
  *  U10. While a connected, authenticated peer is linked (it reports what
@@ -82,11 +94,11 @@
  *       that has stalled.
  *
  * Threads: appenders (workers, the replication receiver) call
- * ulog_append(); under the "always" policy a sync thread fdatasyncs
- * what has been written as soon as a worker waits to answer on it (back
- * to back while they keep waiting) and tells them; records nobody waits
- * on (replicated ones, sweeper tombstones) are synced within
- * ULOG_LAZY_SYNC_MS. Under "every N ms" it syncs on that beat. It also
+ * ulog_append(); under the "always" policy the thread that waits to
+ * answer on what it wrote fdatasyncs it when no sync is in flight (U14),
+ * and each sync tells the others it covered; records nobody waits on
+ * (replicated ones, sweeper tombstones) are synced by a sync thread
+ * within ULOG_LAZY_SYNC_MS. Under "every N ms" it syncs on that beat. It also
  * prepares log space ahead of the appends. A checkpoint thread
  * syncs the database, records checkpoints and removes old segments;
  * readers (replication senders, redo, tools) read the files concurrently
@@ -300,22 +312,30 @@ bool ulog_failed(struct ulog *u);
 uint64_t ulog_durable_lsn(struct ulog *u);
 
 /*
- * Registers a callback the sync thread calls (from its own thread) once a
- * sync has made the lsn asked for with ulog_want_sync() durable. Returns
- * the watcher id, or -1.
+ * Registers a callback that the thread finishing a sync calls (the sync
+ * thread, or under U14 another watcher's) once that sync has made the
+ * lsn asked for with ulog_want_sync() durable, or under U14 to ask it to
+ * lead the next sync (it then calls ulog_want_sync() again). The
+ * callback must not block or take the log's lock. Returns the watcher
+ * id, or -1.
  */
 int ulog_watch(struct ulog *u, void (*fn)(void *arg), void *arg);
 
 /*
- * Asks the sync thread to make `lsn` durable and then call `watcher`'s
- * callback. If `lsn` is already durable, or the log has failed, the
- * callback is called at once from the calling thread, so a caller that
- * found `lsn` not durable just before never waits for a sync that is not
- * coming. Under "N ms" and "never" the callback is not needed:
- * ulog_durable() is already true for every written lsn; under "peer" it
- * is also called when a peer's report makes `lsn` durable (U10).
+ * Asks for `lsn` (written by the caller) to be made durable and then
+ * `watcher`'s callback called. If `lsn` is already durable, or the log
+ * has failed, the callback is called at once from the calling thread, so
+ * a caller that found `lsn` not durable just before never waits for a
+ * sync that is not coming. Under "always" with the threads running, a
+ * caller that finds no sync in flight issues it itself (U14) and
+ * returns true: `lsn` is then durable, or the log failed, and the
+ * callback is not called for it. Otherwise returns false and the sync
+ * in flight, or the sync thread, answers through the callback. Under
+ * "N ms" and "never" the callback is not needed: ulog_durable() is
+ * already true for every written lsn; under "peer" it is also called
+ * when a peer's report makes `lsn` durable (U10).
  */
-void ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn);
+bool ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn);
 
 /*
  * Highest lsn below which every record has been applied to the database

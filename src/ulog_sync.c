@@ -101,6 +101,10 @@ static enum ulog_status
 _sync_locked(struct ulog *u)
 {
     uint64_t target = u->last_lsn;
+    /* U14: one fdatasync of the log at a time, whichever thread issues
+     * it; sync_fd and syncing_lsn describe that one. */
+    assert(!u->sync_busy);
+    u->sync_busy = true;
     /* A rotation meanwhile must not close this descriptor under us: it
      * leaves it in retired_fd instead (see _create_segment). */
     int fd = u->active_fd;
@@ -114,6 +118,10 @@ _sync_locked(struct ulog *u)
     int saved = errno;
     uint64_t took = util_mono_us() - began;
     pthread_mutex_lock(&u->lock);
+    /* Cleared before the watchers are told, so that whoever asks from
+     * now on either finds no sync in flight or is told by this one's
+     * ulog_notify_locked() (U14). */
+    u->sync_busy = false;
     u->sync_fd = -1;
     u->sync_us += took;
     if (u->retired_fd == fd) {
@@ -141,7 +149,9 @@ _sync_locked(struct ulog *u)
     (void)ulog_peer_refresh_locked(u); /* U11: releases only in fallback */
     ulog_publish_locked(u);
     pthread_cond_broadcast(&u->grown);
-    pthread_cond_signal(&u->sync_cond);
+    if (!ulog_leads_syncs_locked(u)) {
+        pthread_cond_signal(&u->sync_cond);
+    }
     ulog_notify_locked(u, false);
     return ULOG_OK;
 }
@@ -153,12 +163,17 @@ ulog_wait_durable(struct ulog *u, uint64_t lsn)
     if (u->wait_lsn < lsn) {
         u->wait_lsn = lsn;
     }
-    if (ulog_peer_waiting(&u->peer, u->o.fsync, lsn, util_mono_ms())) {
+    if (ulog_peer_waiting(&u->peer, u->o.fsync, lsn, util_mono_ms()) &&
+        !ulog_leads_syncs_locked(u)) {
         pthread_cond_signal(&u->sync_cond);
     }
     while (!u->failed && ulog_durable_locked(u) < lsn) {
-        if (!u->threads || u->stopping) {
-            _sync_locked(u); /* no sync thread to ask */
+        /* With no sync thread to ask, or under U14, this thread syncs,
+         * once what it waits for is written and no sync is in flight
+         * (the one in flight broadcasts `grown` when it ends). */
+        if (!u->sync_busy && lsn <= u->last_lsn &&
+            (!u->threads || u->stopping || ulog_leads_syncs_locked(u))) {
+            _sync_locked(u);
             continue;
         }
         pthread_cond_wait(&u->grown, &u->lock);
@@ -181,13 +196,40 @@ ulog_watch(struct ulog *u, void (*fn)(void *arg), void *arg)
     return id;
 }
 
-void
+/*
+ * U14: the calling thread syncs the log itself, once `lsn` is written
+ * (a claim before it may still be in flight, U13). Returns true when
+ * `lsn` is durable or the log failed; false when another sync began
+ * first. The caller holds the lock, which is released meanwhile.
+ */
+static bool
+_lead_sync_locked(struct ulog *u, struct watcher *w, uint64_t lsn)
+{
+    while (u->last_lsn < lsn && !u->failed) {
+        pthread_cond_wait(&u->written, &u->lock);
+    }
+    if (u->failed || ulog_durable_locked(u) >= lsn) {
+        return true;
+    }
+    if (u->sync_busy) {
+        return false;
+    }
+    if (w->want <= u->last_lsn) {
+        w->want = 0; /* this sync covers it: no call back to itself */
+    }
+    (void)_sync_locked(u);
+    /* U12: it covered everything written when it began, `lsn` included. */
+    assert(u->failed || ulog_durable_locked(u) >= lsn);
+    return true;
+}
+
+bool
 ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn)
 {
     pthread_mutex_lock(&u->lock);
     if (watcher < 0 || watcher >= u->nwatchers) {
         pthread_mutex_unlock(&u->lock);
-        return;
+        return false;
     }
     struct watcher *w = &u->watchers[watcher];
     if (lsn <= ulog_durable_locked(u) || u->failed) {
@@ -196,15 +238,23 @@ ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn)
         struct watcher now = *w;
         pthread_mutex_unlock(&u->lock);
         now.fn(now.arg);
-        return;
+        return false;
+    }
+    if (ulog_leads_syncs_locked(u) && !u->sync_busy &&
+        _lead_sync_locked(u, w, lsn)) {
+        pthread_mutex_unlock(&u->lock);
+        return true;
     }
     if (w->want < lsn) {
         w->want = lsn;
     }
-    if (ulog_peer_waiting(&u->peer, u->o.fsync, lsn, util_mono_ms())) {
+    /* Under U14 the sync in flight tells it, or asks it to lead next. */
+    if (ulog_peer_waiting(&u->peer, u->o.fsync, lsn, util_mono_ms()) &&
+        !ulog_leads_syncs_locked(u)) {
         pthread_cond_signal(&u->sync_cond);
     }
     pthread_mutex_unlock(&u->lock);
+    return false;
 }
 
 /*
@@ -219,6 +269,7 @@ ulog_notify_locked(struct ulog *u, bool all)
     int n = 0;
     uint64_t durable = ulog_durable_locked(u); /* U10 */
     bool waiting = u->wait_lsn > durable;
+    int oldest = -1;
     for (int i = 0; i < u->nwatchers; i++) {
         uint64_t want = u->watchers[i].want;
         if (want != 0 && (all || want <= durable)) {
@@ -226,7 +277,16 @@ ulog_notify_locked(struct ulog *u, bool all)
             due[n++] = u->watchers[i];
         } else if (want != 0) {
             waiting = true;
+            if (oldest < 0 || want < u->watchers[oldest].want) {
+                oldest = i;
+            }
         }
+    }
+    if (oldest >= 0 && !u->sync_busy && ulog_leads_syncs_locked(u)) {
+        /* U14: nobody else syncs for it; called back, it asks again and
+         * leads the next sync (or is told by one begun meanwhile). */
+        u->watchers[oldest].want = 0;
+        due[n++] = u->watchers[oldest];
     }
     if (!waiting) {
         ulog_peer_idle(&u->peer); /* U11: nobody waits, no stall */
@@ -314,14 +374,17 @@ _prepare_locked(struct ulog *u)
 static uint64_t
 _sync_due_in_locked(struct ulog *u)
 {
-    if (u->failed || u->last_lsn <= u->synced_lsn ||
+    if (u->failed || u->sync_busy || u->last_lsn <= u->synced_lsn ||
         u->syncing_lsn >= u->last_lsn) {
         return UINT64_MAX;
     }
     if (u->wait_lsn > u->synced_lsn) {
         return 0;
     }
-    for (int i = 0; i < u->nwatchers; i++) {
+    /* U14: the workers lead their own syncs; what is left to this thread
+     * is the lazy sync below, which also catches a watcher nobody led
+     * for. */
+    for (int i = 0; i < u->nwatchers && !ulog_leads_syncs_locked(u); i++) {
         if (u->watchers[i].want > u->synced_lsn) {
             return 0;
         }
@@ -462,7 +525,7 @@ ulog_sync_main(void *arg)
         if (beat && !u->failed) {
             uint64_t now = util_mono_ms();
             if (now >= next_sync) {
-                if (u->last_lsn > u->synced_lsn) {
+                if (u->last_lsn > u->synced_lsn && !u->sync_busy) {
                     _sync_locked(u);
                 }
                 now = util_mono_ms();

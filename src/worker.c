@@ -21,6 +21,16 @@ _on_abort(void *owner, void *arg)
     conn_abort(owner);
 }
 
+/* T8: apply first, then answer, so a read after the answer finds the
+ * change wherever it runs. */
+static void
+_apply_and_release(struct worker *w)
+{
+    txn_apply_durable(&w->batch);
+    conn_host_durable(&w->host);
+    w->released_lsn = txn_applied_lsn(&w->batch);
+}
+
 static void
 _on_notify(evutil_socket_t fd, short what, void *arg)
 {
@@ -42,10 +52,7 @@ _on_notify(evutil_socket_t fd, short what, void *arg)
     bool stopping = w->stopping;
     pthread_mutex_unlock(&w->lock);
     if (atomic_exchange(&w->synced, false)) {
-        /* T8: apply first, then answer, so a read after the answer finds
-         * the change wherever it runs. */
-        txn_apply_durable(&w->batch);
-        conn_host_durable(&w->host);
+        _apply_and_release(w);
     }
     for (size_t i = 0; i < n; i++) {
         if (stopping) {
@@ -300,6 +307,14 @@ _end_pass(struct worker *w)
     }
     txn_commit(&w->batch);
     txn_apply_durable(&w->batch);
+    if (w->host.durable != NULL &&
+        txn_applied_lsn(&w->batch) > w->released_lsn) {
+        /* Groups applied in this pass, on a sync no call back announced:
+         * one that asked this worker to lead (ulog.h U14) may have been
+         * taken before another thread's sync covered them, and nothing
+         * else would release their replies. */
+        _apply_and_release(w);
+    }
     uint64_t lsn = w->batch.last_lsn;
     uint64_t conns = w->host.nconns;
     bool marked = conn_host_end_pass(&w->host, lsn);
@@ -307,8 +322,12 @@ _end_pass(struct worker *w)
     /* One request per pass, however many connections wrote; also when
      * nobody waits to be answered (noreply), since the changes wait for
      * it to be applied (T8). */
-    if (marked || w->batch.waiting > 0) {
-        ulog_want_sync(w->shared->ulog, w->watcher, lsn);
+    if ((marked || w->batch.waiting > 0) &&
+        ulog_want_sync(w->shared->ulog, w->watcher, lsn)) {
+        /* This thread synced it (ulog.h U14): the next pass applies and
+         * answers at once, without the wake-up. */
+        atomic_store(&w->synced, true);
+        event_active(w->notify_ev, EV_READ, 0);
     }
 }
 

@@ -83,7 +83,10 @@ struct worker {
     bool stopping;
     struct timeval idle_tv;
     int watcher;            /* ulog durability watcher id, or -1 */
-    _Atomic bool synced;    /* the sync thread reported progress */
+    _Atomic bool synced;    /* a sync reported progress, or asks this
+                               worker to lead the next (ulog.h U14) */
+    uint64_t released_lsn;  /* applied lsn when replies were last
+                               released (conn_host_durable) */
     struct txn_batch batch;
     struct process_ctx pctx;
     struct stats_counters stats;

@@ -1,13 +1,17 @@
 /*
- * Unit tests: ulog.h U13, appends claim their place under the log's lock
- * and write outside it, yet nothing is read, synced or answered before
- * every record before it is in the file, and a crash between two claims'
- * writes leaves a log that U3's cut ends before the hole.
+ * Unit tests of the log's concurrent paths. ulog.h U13: appends claim
+ * their place under the log's lock and write outside it, yet nothing is
+ * read, synced or answered before every record before it is in the file,
+ * and a crash between two claims' writes leaves a log that U3's cut ends
+ * before the hole. U14: under "always" the thread that asks for a sync
+ * with none in flight issues it, and one that asks meanwhile is called
+ * back to lead the next.
  *
- * This program is linked with pwrite wrapped (-Wl,--wrap=pwrite): a
- * write of a chosen length waits at a gate until the test opens it, so
- * a later append's write finishes first, which the scheduler otherwise
- * does only now and then.
+ * This program is linked with pwrite and fdatasync wrapped
+ * (-Wl,--wrap=...): a write of a chosen length, or an fdatasync by a
+ * chosen thread, waits at a gate until the test opens it, so a later
+ * append's write finishes first, or a sync stays in flight while another
+ * thread asks, which the scheduler otherwise does only now and then.
  */
 #include <check.h>
 #include <fcntl.h>
@@ -52,6 +56,27 @@ __wrap_pwrite(int fd, const void *buf, size_t n, off_t off)
     return __real_pwrite(fd, buf, n, off);
 }
 
+int __real_fdatasync(int fd);
+int __wrap_fdatasync(int fd);
+
+static bool sync_gate_closed; /* fdatasync by sync_gate_thread waits */
+static pthread_t sync_gate_thread;
+
+int
+__wrap_fdatasync(int fd)
+{
+    pthread_mutex_lock(&gate_lock);
+    if (sync_gate_closed && pthread_equal(pthread_self(), sync_gate_thread)) {
+        gate_reached = true;
+        pthread_cond_broadcast(&gate_cond);
+        while (sync_gate_closed) {
+            pthread_cond_wait(&gate_cond, &gate_lock);
+        }
+    }
+    pthread_mutex_unlock(&gate_lock);
+    return __real_fdatasync(fd);
+}
+
 static void
 _close_gate(size_t len)
 {
@@ -89,6 +114,7 @@ _open_gate(void)
 {
     pthread_mutex_lock(&gate_lock);
     gate_closed = false;
+    sync_gate_closed = false;
     pthread_cond_broadcast(&gate_cond);
     pthread_mutex_unlock(&gate_lock);
 }
@@ -122,14 +148,14 @@ _none_acked(void *arg)
 }
 
 static struct ulog *
-_open_in(const char *sub, struct ulog_recovery *rec)
+_open_policy(const char *sub, enum ulog_fsync fsync, struct ulog_recovery *rec)
 {
     struct ulog_options o;
     char err[256];
     memset(&o, 0, sizeof(o));
     snprintf(o.dir, sizeof(o.dir), "%s/%s", dir, sub);
     o.segment_max = 1 << 20;
-    o.fsync = ULOG_FSYNC_NEVER;
+    o.fsync = fsync;
     o.sid = 1;
     o.checkpoint_ms = 1000000;
     o.checkpoint_bytes = UINT64_MAX;
@@ -139,6 +165,12 @@ _open_in(const char *sub, struct ulog_recovery *rec)
     struct ulog *u = ulog_open(&o, rec, err, sizeof(err));
     ck_assert_msg(u != NULL, "%s", err);
     return u;
+}
+
+static struct ulog *
+_open_in(const char *sub, struct ulog_recovery *rec)
+{
+    return _open_policy(sub, ULOG_FSYNC_NEVER, rec);
 }
 
 /* A PUT of `key` with a value of `vlen` bytes; returns its size. */
@@ -345,6 +377,132 @@ START_TEST(test_u13_parallel_appends_stay_dense)
 }
 END_TEST
 
+/* A watcher's calls, and whether its lsn was durable at the first. */
+struct watch {
+    struct ulog *u;
+    uint64_t lsn;
+    _Atomic int calls;
+    _Atomic bool durable_at_first;
+};
+
+static void
+_on_watch(void *arg)
+{
+    struct watch *w = arg;
+    if (atomic_fetch_add(&w->calls, 1) == 0) {
+        atomic_store(&w->durable_at_first, ulog_durable(w->u, w->lsn));
+    }
+}
+
+struct leader {
+    struct ulog *u;
+    int watcher;
+    uint64_t lsn;
+    bool led;          /* ulog_want_sync() returned true */
+    _Atomic bool done;
+};
+
+/* Asks for a sync with its fdatasync held at the gate. */
+static void *
+_lead(void *arg)
+{
+    struct leader *l = arg;
+    pthread_mutex_lock(&gate_lock);
+    sync_gate_thread = pthread_self();
+    sync_gate_closed = true;
+    gate_reached = false;
+    pthread_mutex_unlock(&gate_lock);
+    l->led = ulog_want_sync(l->u, l->watcher, l->lsn);
+    atomic_store(&l->done, true);
+    return NULL;
+}
+
+/* Waits (five seconds at most) until the leader's fdatasync is held or
+ * it returned without one (the sync thread's lazy sync came first). */
+static bool
+_leader_held(struct leader *l)
+{
+    uint64_t deadline = util_mono_ms() + 5000;
+    while (util_mono_ms() < deadline && !atomic_load(&l->done)) {
+        pthread_mutex_lock(&gate_lock);
+        bool reached = gate_reached;
+        pthread_mutex_unlock(&gate_lock);
+        if (reached) {
+            return true;
+        }
+        usleep(200);
+    }
+    return false;
+}
+
+/*
+ * U14: a worker that asks for a sync with none in flight issues it and
+ * is not called back; one that asks while it is in flight is not made
+ * durable by it (its record came after the sync began) but is called
+ * back when it ends, before its record is durable, and then leads the
+ * next sync itself. Before U14 the second was called back only once the
+ * sync thread had synced it.
+ */
+START_TEST(test_u14_the_asker_leads_and_hands_on)
+{
+    struct ulog_recovery rec;
+    struct ulog *u = _open_policy("ulog", ULOG_FSYNC_ALWAYS, &rec);
+    struct watch first = {u, 0, 0, false};
+    struct watch second = {u, 0, 0, false};
+    int w1 = ulog_watch(u, _on_watch, &first);
+    int w2 = ulog_watch(u, _on_watch, &second);
+    ck_assert_int_ge(w1, 0);
+    ck_assert_int_ge(w2, 0);
+    ck_assert_int_eq(ulog_start(u), 0);
+
+    /* The sync thread's lazy sync may take the record first; try again
+     * with another. */
+    struct leader l;
+    pthread_t th;
+    bool held = false;
+    for (int attempt = 0; attempt < 20 && !held; attempt++) {
+        char key[16];
+        snprintf(key, sizeof(key), "one%d", attempt);
+        first.lsn = _append(u, key, 10);
+        atomic_store(&first.calls, 0);
+        l = (struct leader){u, w1, first.lsn, false, false};
+        pthread_create(&th, NULL, _lead, &l);
+        held = _leader_held(&l);
+        if (!held) {
+            pthread_join(th, NULL);
+            /* Answered by the sync that came first, at once or when it
+             * ends. */
+            uint64_t until = util_mono_ms() + 5000;
+            while (atomic_load(&first.calls) == 0 && util_mono_ms() < until) {
+                usleep(200);
+            }
+            ck_assert_int_eq(atomic_load(&first.calls), 1);
+        }
+    }
+    ck_assert(held);
+    ck_assert(!ulog_durable(u, first.lsn));
+    second.lsn = _append(u, "two", 10);
+    ck_assert(!ulog_want_sync(u, w2, second.lsn)); /* one is in flight */
+    ck_assert_int_eq(atomic_load(&second.calls), 0);
+
+    _open_gate();
+    pthread_join(th, NULL);
+    ck_assert(l.led);
+    ck_assert(ulog_durable(u, first.lsn));
+    uint64_t deadline = util_mono_ms() + 5000;
+    while (atomic_load(&second.calls) == 0 && util_mono_ms() < deadline) {
+        usleep(200);
+    }
+    ck_assert_int_eq(atomic_load(&second.calls), 1);
+    ck_assert(!atomic_load(&second.durable_at_first)); /* asked to lead */
+    ck_assert(ulog_want_sync(u, w2, second.lsn));
+    ck_assert(ulog_durable(u, second.lsn));
+    ck_assert_int_eq(atomic_load(&second.calls), 1);
+    ck_assert_int_eq(atomic_load(&first.calls), 0);
+    ulog_close(u);
+}
+END_TEST
+
 static Suite *
 ulog_claims_suite(void)
 {
@@ -353,6 +511,7 @@ ulog_claims_suite(void)
     tcase_add_checked_fixture(tc, _setup, _teardown);
     tcase_add_test(tc, test_u13_written_end_waits_for_earlier_claims);
     tcase_add_test(tc, test_u13_parallel_appends_stay_dense);
+    tcase_add_test(tc, test_u14_the_asker_leads_and_hands_on);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
