@@ -406,6 +406,7 @@ _rotate(struct ulog *u)
     u->synced_lsn = u->last_lsn;
     (void)ulog_peer_refresh_locked(u);
     ulog_publish_locked(u);
+    pthread_cond_signal(&u->sync_cond); /* it tells the watchers */
     int old_fd = dup(u->active_fd);
     uint64_t old_size = u->segs[u->nsegs - 1].size;
     uint64_t no = u->segs[u->nsegs - 1].no + 1;

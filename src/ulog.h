@@ -48,7 +48,10 @@
  *       in records a power cut lost, and U3's cut is the only repair the
  *       log ever needs: under "never" a cut could otherwise leave a hole
  *       in a middle segment followed by records that survived, and
- *       kurad would refuse to start on it (tests/powercut PC1).
+ *       kurad would refuse to start on it (tests/powercut PC1). That
+ *       sync counts as any other: the watchers whose records it made
+ *       durable are told (by the sync thread, which the rotation wakes).
+ *       tests/unit/check_ulog_claims.
  *  U13. An append claims its bytes and its records' lsn and seq under
  *       the lock, in order, and writes them after letting go of it when
  *       they land inside prepared zeros (U6); the written end (what

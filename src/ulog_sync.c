@@ -394,6 +394,20 @@ _sync_due_in_locked(struct ulog *u)
     return due > now ? due - now : 0;
 }
 
+/* Whether a watcher waits for an lsn already durable. The caller holds
+ * the lock. */
+static bool
+_watcher_due_locked(struct ulog *u)
+{
+    uint64_t durable = ulog_durable_locked(u);
+    for (int i = 0; i < u->nwatchers; i++) {
+        if (u->watchers[i].want != 0 && u->watchers[i].want <= durable) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* ------------------------------------------------- "peer" (U10-U12) */
 
 bool
@@ -506,6 +520,12 @@ ulog_sync_main(void *arg)
     while (!u->stopping) {
         /* U11: "peer" syncs for waiters only while no peer is linked, or
          * the linked one has stalled. */
+        /* A rotation's fdatasync (U9) makes records durable inside an
+         * append, which cannot stop to call the watchers; it wakes this
+         * thread, which tells them. */
+        if (_watcher_due_locked(u)) {
+            ulog_notify_locked(u, false);
+        }
         uint64_t stall_in = _check_stall_locked(u);
         bool always = ulog_sync_on_demand(u->o.fsync,
                                           ulog_peer_live(&u->peer));

@@ -503,6 +503,70 @@ START_TEST(test_u14_the_asker_leads_and_hands_on)
 }
 END_TEST
 
+/*
+ * U9, U14: a rotation's fdatasync makes a waiting watcher's record
+ * durable while another sync is in flight; the watcher is called back
+ * then, not only when that sync ends. Before, it waited for the next
+ * sync to end (here: for ever, as the one in flight is held).
+ */
+START_TEST(test_u9_a_rotation_tells_the_watchers)
+{
+    struct ulog_recovery rec;
+    struct ulog *u = _open_policy("ulog", ULOG_FSYNC_ALWAYS, &rec);
+    struct watch first = {u, 0, 0, false};
+    struct watch second = {u, 0, 0, false};
+    int w1 = ulog_watch(u, _on_watch, &first);
+    int w2 = ulog_watch(u, _on_watch, &second);
+    ck_assert_int_ge(w1, 0);
+    ck_assert_int_ge(w2, 0);
+    ck_assert_int_eq(ulog_start(u), 0);
+
+    struct leader l;
+    pthread_t th;
+    bool held = false;
+    for (int attempt = 0; attempt < 20 && !held; attempt++) {
+        char key[16];
+        snprintf(key, sizeof(key), "one%d", attempt);
+        first.lsn = _append(u, key, 10);
+        atomic_store(&first.calls, 0);
+        l = (struct leader){u, w1, first.lsn, false, false};
+        pthread_create(&th, NULL, _lead, &l);
+        held = _leader_held(&l);
+        if (!held) {
+            pthread_join(th, NULL);
+            uint64_t until = util_mono_ms() + 5000;
+            while (atomic_load(&first.calls) == 0 && util_mono_ms() < until) {
+                usleep(200);
+            }
+        }
+    }
+    ck_assert(held);
+    second.lsn = _append(u, "two", 10);
+    ck_assert(!ulog_want_sync(u, w2, second.lsn));
+    /* Fill the 1 MiB segment: the append past it rotates, syncing it. */
+    struct ulog_stats st;
+    ulog_stats(u, &st);
+    uint64_t segments = st.segments;
+    for (int i = 0; st.segments == segments && i < 4000; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "fill%d", i);
+        (void)_append(u, key, 900);
+        ulog_stats(u, &st);
+    }
+    ck_assert_uint_gt(st.segments, segments);
+    ck_assert(ulog_durable(u, second.lsn));
+    uint64_t deadline = util_mono_ms() + 5000;
+    while (atomic_load(&second.calls) == 0 && util_mono_ms() < deadline) {
+        usleep(200);
+    }
+    ck_assert_int_eq(atomic_load(&second.calls), 1);
+    ck_assert(atomic_load(&second.durable_at_first));
+    _open_gate();
+    pthread_join(th, NULL);
+    ulog_close(u);
+}
+END_TEST
+
 static Suite *
 ulog_claims_suite(void)
 {
@@ -512,6 +576,7 @@ ulog_claims_suite(void)
     tcase_add_test(tc, test_u13_written_end_waits_for_earlier_claims);
     tcase_add_test(tc, test_u13_parallel_appends_stay_dense);
     tcase_add_test(tc, test_u14_the_asker_leads_and_hands_on);
+    tcase_add_test(tc, test_u9_a_rotation_tells_the_watchers);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
