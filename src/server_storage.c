@@ -184,13 +184,16 @@ _log_open_report(struct server *srv, const struct store_open_report *rep)
         return;
     }
     const struct salvage_report *sr = &rep->salvage;
-    log_warn(&srv->log, "database %s was not closed cleanly and is damaged "
-             "at offset %" PRIu64 " (%s); rebuilt from its intact records in "
-             "%" PRIu64 " ms: %" PRIu64 " records kept, %" PRIu64 " older "
-             "copies dropped, %" PRIu64 " torn records and %" PRIu64
+    /* Which check found the damage, as in the line above (store.h D8). */
+    log_warn(&srv->log, "database %s was not closed cleanly (%s) and is "
+             "damaged at offset %" PRIu64 " (%s); rebuilt from its intact "
+             "records in %" PRIu64 " ms: %" PRIu64 " records kept, %" PRIu64
+             " older copies dropped, %" PRIu64 " torn records and %" PRIu64
              " unreadable bytes skipped (first at offset %" PRIu64 "); the "
              "update log restores what changed since the last checkpoint",
-             path, rep->check.damage_offset, rep->check.damage,
+             path, rep->same_boot ? "the machine did not restart"
+                                  : "the machine may have restarted",
+             rep->check.damage_offset, rep->check.damage,
              rep->salvage_ms, sr->kept, sr->superseded, sr->torn,
              sr->unreadable, sr->first_damage);
 }
