@@ -435,6 +435,64 @@ _leader_held(struct leader *l)
     return false;
 }
 
+/* A log under "always" with two watchers: a thread leads a sync of
+ * first->lsn, its fdatasync held at the gate, and second->lsn, written
+ * after it began, waits on it. */
+struct held_sync {
+    struct ulog *u;
+    struct watch first;
+    struct watch second;
+    int w1;
+    int w2;
+    struct leader l;
+    pthread_t th;
+};
+
+static void
+_hold_a_sync(struct held_sync *h)
+{
+    struct watch *first = &h->first;
+    struct watch *second = &h->second;
+    struct ulog_recovery rec;
+    h->u = _open_policy("ulog", ULOG_FSYNC_ALWAYS, &rec);
+    *first = (struct watch){h->u, 0, 0, false};
+    *second = (struct watch){h->u, 0, 0, false};
+    h->w1 = ulog_watch(h->u, _on_watch, first);
+    h->w2 = ulog_watch(h->u, _on_watch, second);
+    ck_assert_int_ge(h->w1, 0);
+    ck_assert_int_ge(h->w2, 0);
+    ck_assert_int_eq(ulog_start(h->u), 0);
+
+    /* The sync thread's lazy sync may take the record first; try again
+     * with another. */
+    bool held = false;
+    for (int attempt = 0; attempt < 20 && !held; attempt++) {
+        char key[16];
+        snprintf(key, sizeof(key), "one%d", attempt);
+        first->lsn = _append(h->u, key, 10);
+        atomic_store(&first->calls, 0);
+        h->l = (struct leader){h->u, h->w1, first->lsn, false, false};
+        pthread_create(&h->th, NULL, _lead, &h->l);
+        held = _leader_held(&h->l);
+        if (!held) {
+            pthread_join(h->th, NULL);
+            /* Answered by the sync that came first, at once or when it
+             * ends. */
+            uint64_t until = util_mono_ms() + 5000;
+            while (atomic_load(&first->calls) == 0 &&
+                   util_mono_ms() < until) {
+                usleep(200);
+            }
+            ck_assert_int_eq(atomic_load(&first->calls), 1);
+        }
+    }
+    ck_assert(held);
+    ck_assert(!ulog_durable(h->u, first->lsn));
+    second->lsn = _append(h->u, "two", 10);
+    ck_assert(!ulog_want_sync(h->u, h->w2, second->lsn)); /* in flight */
+    ck_assert_int_eq(atomic_load(&second->calls), 0);
+}
+
 /*
  * U14: a worker that asks for a sync with none in flight issues it and
  * is not called back; one that asks while it is in flight is not made
@@ -445,60 +503,24 @@ _leader_held(struct leader *l)
  */
 START_TEST(test_u14_the_asker_leads_and_hands_on)
 {
-    struct ulog_recovery rec;
-    struct ulog *u = _open_policy("ulog", ULOG_FSYNC_ALWAYS, &rec);
-    struct watch first = {u, 0, 0, false};
-    struct watch second = {u, 0, 0, false};
-    int w1 = ulog_watch(u, _on_watch, &first);
-    int w2 = ulog_watch(u, _on_watch, &second);
-    ck_assert_int_ge(w1, 0);
-    ck_assert_int_ge(w2, 0);
-    ck_assert_int_eq(ulog_start(u), 0);
-
-    /* The sync thread's lazy sync may take the record first; try again
-     * with another. */
-    struct leader l;
-    pthread_t th;
-    bool held = false;
-    for (int attempt = 0; attempt < 20 && !held; attempt++) {
-        char key[16];
-        snprintf(key, sizeof(key), "one%d", attempt);
-        first.lsn = _append(u, key, 10);
-        atomic_store(&first.calls, 0);
-        l = (struct leader){u, w1, first.lsn, false, false};
-        pthread_create(&th, NULL, _lead, &l);
-        held = _leader_held(&l);
-        if (!held) {
-            pthread_join(th, NULL);
-            /* Answered by the sync that came first, at once or when it
-             * ends. */
-            uint64_t until = util_mono_ms() + 5000;
-            while (atomic_load(&first.calls) == 0 && util_mono_ms() < until) {
-                usleep(200);
-            }
-            ck_assert_int_eq(atomic_load(&first.calls), 1);
-        }
-    }
-    ck_assert(held);
-    ck_assert(!ulog_durable(u, first.lsn));
-    second.lsn = _append(u, "two", 10);
-    ck_assert(!ulog_want_sync(u, w2, second.lsn)); /* one is in flight */
-    ck_assert_int_eq(atomic_load(&second.calls), 0);
+    struct held_sync h;
+    _hold_a_sync(&h);
+    struct ulog *u = h.u;
 
     _open_gate();
-    pthread_join(th, NULL);
-    ck_assert(l.led);
-    ck_assert(ulog_durable(u, first.lsn));
+    pthread_join(h.th, NULL);
+    ck_assert(h.l.led);
+    ck_assert(ulog_durable(u, h.first.lsn));
     uint64_t deadline = util_mono_ms() + 5000;
-    while (atomic_load(&second.calls) == 0 && util_mono_ms() < deadline) {
+    while (atomic_load(&h.second.calls) == 0 && util_mono_ms() < deadline) {
         usleep(200);
     }
-    ck_assert_int_eq(atomic_load(&second.calls), 1);
-    ck_assert(!atomic_load(&second.durable_at_first)); /* asked to lead */
-    ck_assert(ulog_want_sync(u, w2, second.lsn));
-    ck_assert(ulog_durable(u, second.lsn));
-    ck_assert_int_eq(atomic_load(&second.calls), 1);
-    ck_assert_int_eq(atomic_load(&first.calls), 0);
+    ck_assert_int_eq(atomic_load(&h.second.calls), 1);
+    ck_assert(!atomic_load(&h.second.durable_at_first)); /* asked to lead */
+    ck_assert(ulog_want_sync(u, h.w2, h.second.lsn));
+    ck_assert(ulog_durable(u, h.second.lsn));
+    ck_assert_int_eq(atomic_load(&h.second.calls), 1);
+    ck_assert_int_eq(atomic_load(&h.first.calls), 0);
     ulog_close(u);
 }
 END_TEST
@@ -511,38 +533,9 @@ END_TEST
  */
 START_TEST(test_u9_a_rotation_tells_the_watchers)
 {
-    struct ulog_recovery rec;
-    struct ulog *u = _open_policy("ulog", ULOG_FSYNC_ALWAYS, &rec);
-    struct watch first = {u, 0, 0, false};
-    struct watch second = {u, 0, 0, false};
-    int w1 = ulog_watch(u, _on_watch, &first);
-    int w2 = ulog_watch(u, _on_watch, &second);
-    ck_assert_int_ge(w1, 0);
-    ck_assert_int_ge(w2, 0);
-    ck_assert_int_eq(ulog_start(u), 0);
-
-    struct leader l;
-    pthread_t th;
-    bool held = false;
-    for (int attempt = 0; attempt < 20 && !held; attempt++) {
-        char key[16];
-        snprintf(key, sizeof(key), "one%d", attempt);
-        first.lsn = _append(u, key, 10);
-        atomic_store(&first.calls, 0);
-        l = (struct leader){u, w1, first.lsn, false, false};
-        pthread_create(&th, NULL, _lead, &l);
-        held = _leader_held(&l);
-        if (!held) {
-            pthread_join(th, NULL);
-            uint64_t until = util_mono_ms() + 5000;
-            while (atomic_load(&first.calls) == 0 && util_mono_ms() < until) {
-                usleep(200);
-            }
-        }
-    }
-    ck_assert(held);
-    second.lsn = _append(u, "two", 10);
-    ck_assert(!ulog_want_sync(u, w2, second.lsn));
+    struct held_sync h;
+    _hold_a_sync(&h);
+    struct ulog *u = h.u;
     /* Fill the 1 MiB segment: the append past it rotates, syncing it. */
     struct ulog_stats st;
     ulog_stats(u, &st);
@@ -554,15 +547,15 @@ START_TEST(test_u9_a_rotation_tells_the_watchers)
         ulog_stats(u, &st);
     }
     ck_assert_uint_gt(st.segments, segments);
-    ck_assert(ulog_durable(u, second.lsn));
+    ck_assert(ulog_durable(u, h.second.lsn));
     uint64_t deadline = util_mono_ms() + 5000;
-    while (atomic_load(&second.calls) == 0 && util_mono_ms() < deadline) {
+    while (atomic_load(&h.second.calls) == 0 && util_mono_ms() < deadline) {
         usleep(200);
     }
-    ck_assert_int_eq(atomic_load(&second.calls), 1);
-    ck_assert(atomic_load(&second.durable_at_first));
+    ck_assert_int_eq(atomic_load(&h.second.calls), 1);
+    ck_assert(atomic_load(&h.second.durable_at_first));
     _open_gate();
-    pthread_join(th, NULL);
+    pthread_join(h.th, NULL);
     ulog_close(u);
 }
 END_TEST
