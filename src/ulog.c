@@ -595,8 +595,10 @@ static size_t
 _claim(struct ulog *u, uint8_t *buf, size_t len, size_t n, uint64_t *first)
 {
     const struct ulog_claim *newest = ulog_newest_claim_locked(u);
-    uint64_t lsn = newest != NULL ? newest->lsn : u->last_lsn;
-    uint64_t seq = newest != NULL ? newest->seq : u->last_seq;
+    const uint64_t prev_lsn = newest != NULL ? newest->lsn : u->last_lsn;
+    const uint64_t prev_seq = newest != NULL ? newest->seq : u->last_seq;
+    uint64_t lsn = prev_lsn;
+    uint64_t seq = prev_seq;
     uint64_t where = ulog_claimed_end_locked(u);
     size_t off = 0;
     uint32_t first_sid = 0;
@@ -623,10 +625,8 @@ _claim(struct ulog *u, uint8_t *buf, size_t len, size_t n, uint64_t *first)
     }
     /* U1: strictly increasing lsn, dense seq, and the records fill the
      * buffer exactly. */
-    assert(n == 0 ||
-           (*first > (newest != NULL ? newest->lsn : u->last_lsn) &&
-            lsn >= *first));
-    assert(seq == (newest != NULL ? newest->seq : u->last_seq) + n);
+    assert(n == 0 || (*first > prev_lsn && lsn >= *first));
+    assert(seq == prev_seq + n);
     assert(off == len);
     assert(where >= u->segs[u->nsegs - 1].size);
     if (n > 0) {

@@ -131,8 +131,8 @@ struct ulog {
     uint64_t syncing_lsn;  /* covered by an fdatasync in progress */
     uint64_t wait_lsn;     /* a thread blocks in ulog_wait_durable() */
     uint64_t last_sync_ms; /* when the last fdatasync finished */
-    int sync_fd;           /* descriptor an fdatasync is using, or -1 */
-    bool sync_busy;        /* an fdatasync of the log is in flight (U14) */
+    int sync_fd;           /* descriptor an fdatasync is using, or -1:
+                              one is in flight (U14) */
     int retired_fd;        /* rotated out while in use: close after it */
     _Atomic uint64_t durable_pub; /* _durable_locked(), readable lock-free */
     struct ulog_peer peer; /* "peer": its state (ulog_peer.h, U10-U12) */
@@ -168,6 +168,13 @@ static inline bool
 ulog_leads_syncs_locked(const struct ulog *u)
 {
     return u->o.fsync == ULOG_FSYNC_ALWAYS && u->threads && !u->stopping;
+}
+
+/* U14: an fdatasync of the log is in flight. The caller holds u->lock. */
+static inline bool
+ulog_sync_busy_locked(const struct ulog *u)
+{
+    return u->sync_fd >= 0;
 }
 
 /* U13: the newest claim in flight, or NULL. The caller holds u->lock. */

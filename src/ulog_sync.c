@@ -103,8 +103,7 @@ _sync_locked(struct ulog *u)
     uint64_t target = u->last_lsn;
     /* U14: one fdatasync of the log at a time, whichever thread issues
      * it; sync_fd and syncing_lsn describe that one. */
-    assert(!u->sync_busy);
-    u->sync_busy = true;
+    assert(!ulog_sync_busy_locked(u));
     /* A rotation meanwhile must not close this descriptor under us: it
      * leaves it in retired_fd instead (see _create_segment). */
     int fd = u->active_fd;
@@ -121,7 +120,6 @@ _sync_locked(struct ulog *u)
     /* Cleared before the watchers are told, so that whoever asks from
      * now on either finds no sync in flight or is told by this one's
      * ulog_notify_locked() (U14). */
-    u->sync_busy = false;
     u->sync_fd = -1;
     u->sync_us += took;
     if (u->retired_fd == fd) {
@@ -171,7 +169,7 @@ ulog_wait_durable(struct ulog *u, uint64_t lsn)
         /* With no sync thread to ask, or under U14, this thread syncs,
          * once what it waits for is written and no sync is in flight
          * (the one in flight broadcasts `grown` when it ends). */
-        if (!u->sync_busy && lsn <= u->last_lsn &&
+        if (!ulog_sync_busy_locked(u) && lsn <= u->last_lsn &&
             (!u->threads || u->stopping || ulog_leads_syncs_locked(u))) {
             _sync_locked(u);
             continue;
@@ -211,7 +209,7 @@ _lead_sync_locked(struct ulog *u, struct watcher *w, uint64_t lsn)
     if (u->failed || ulog_durable_locked(u) >= lsn) {
         return true;
     }
-    if (u->sync_busy) {
+    if (ulog_sync_busy_locked(u)) {
         return false;
     }
     if (w->want <= u->last_lsn) {
@@ -240,7 +238,7 @@ ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn)
         now.fn(now.arg);
         return false;
     }
-    if (ulog_leads_syncs_locked(u) && !u->sync_busy &&
+    if (ulog_leads_syncs_locked(u) && !ulog_sync_busy_locked(u) &&
         _lead_sync_locked(u, w, lsn)) {
         pthread_mutex_unlock(&u->lock);
         return true;
@@ -282,7 +280,8 @@ ulog_notify_locked(struct ulog *u, bool all)
             }
         }
     }
-    if (oldest >= 0 && !u->sync_busy && ulog_leads_syncs_locked(u)) {
+    if (oldest >= 0 && !ulog_sync_busy_locked(u) &&
+        ulog_leads_syncs_locked(u)) {
         /* U14: nobody else syncs for it; called back, it asks again and
          * leads the next sync (or is told by one begun meanwhile). */
         u->watchers[oldest].want = 0;
@@ -374,8 +373,8 @@ _prepare_locked(struct ulog *u)
 static uint64_t
 _sync_due_in_locked(struct ulog *u)
 {
-    if (u->failed || u->sync_busy || u->last_lsn <= u->synced_lsn ||
-        u->syncing_lsn >= u->last_lsn) {
+    if (u->failed || ulog_sync_busy_locked(u) ||
+        u->last_lsn <= u->synced_lsn || u->syncing_lsn >= u->last_lsn) {
         return UINT64_MAX;
     }
     if (u->wait_lsn > u->synced_lsn) {
@@ -545,7 +544,8 @@ ulog_sync_main(void *arg)
         if (beat && !u->failed) {
             uint64_t now = util_mono_ms();
             if (now >= next_sync) {
-                if (u->last_lsn > u->synced_lsn && !u->sync_busy) {
+                if (u->last_lsn > u->synced_lsn &&
+                    !ulog_sync_busy_locked(u)) {
                     _sync_locked(u);
                 }
                 now = util_mono_ms();

@@ -21,12 +21,11 @@ _on_abort(void *owner, void *arg)
     conn_abort(owner);
 }
 
-/* T8: apply first, then answer, so a read after the answer finds the
- * change wherever it runs. */
+/* Sends the replies whose writes are applied; the caller applied first
+ * (T8), so a read after the answer finds the change wherever it runs. */
 static void
-_apply_and_release(struct worker *w)
+_release(struct worker *w)
 {
-    txn_apply_durable(&w->batch);
     conn_host_durable(&w->host);
     w->released_lsn = txn_applied_lsn(&w->batch);
 }
@@ -52,7 +51,8 @@ _on_notify(evutil_socket_t fd, short what, void *arg)
     bool stopping = w->stopping;
     pthread_mutex_unlock(&w->lock);
     if (atomic_exchange(&w->synced, false)) {
-        _apply_and_release(w);
+        txn_apply_durable(&w->batch);
+        _release(w);
     }
     for (size_t i = 0; i < n; i++) {
         if (stopping) {
@@ -313,7 +313,7 @@ _end_pass(struct worker *w)
          * one that asked this worker to lead (ulog.h U14) may have been
          * taken before another thread's sync covered them, and nothing
          * else would release their replies. */
-        _apply_and_release(w);
+        _release(w);
     }
     uint64_t lsn = w->batch.last_lsn;
     uint64_t conns = w->host.nconns;
