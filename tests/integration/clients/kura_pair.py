@@ -15,7 +15,11 @@ Load runs one client's loop in a thread: it writes its own keys
 fo:c<conn>:<n> with values that only grow per key (a counter shared by all
 its keys), keeps the last acknowledged value of each key (the ack log), and
 reads a key between writes, comparing with what was acknowledged before the
-read. Every error the client reports is timed.
+read. Every error the client reports is timed, and every stale read carries
+its age: how long before the read the newest write it missed was
+acknowledged. A client that moves a key back to a server it had given up on
+can read it there a replication lag (doc/failover.md) after writing it to
+the other one; a read older than LAG_GRACE is a write the catch-up missed.
 
 run_failover() is the scenario every client test runs: load, kill -9 one
 server under it, keep writing, restart it, wait for the pair to catch up,
@@ -35,6 +39,13 @@ import sys
 import tempfile
 import threading
 import time
+
+# Replication is asynchronous: a stale read this young, after a client came
+# back to a server, is the lag (p99 about 1 ms, the worst seen 12 ms, in
+# doc/benchmarks.md), with room for a loaded machine. What -catchup
+# guards against is writes the whole outage old.
+LAG_GRACE = 0.25
+HISTORY = 8  # acknowledged writes kept per key, for a stale read's age
 
 KURA_BIN = os.environ.get("KURA_BIN", "")
 KURA_TOOL = os.environ.get("KURA_TOOL", "")
@@ -268,8 +279,9 @@ class Load(threading.Thread):
         self.nkeys = nkeys
         self.pace = pace          # seconds between operations (0: none)
         self.acked = {}           # key -> last acknowledged sequence
+        self.history = {}         # key -> [(sequence, time acknowledged)]
         self.errors = []          # (time, op, key, message)
-        self.stale = []           # (time, key, got, acknowledged)
+        self.stale = []           # (time, key, got, acknowledged, age)
         self.reads = []           # times of reads (for the phase counts)
         self.sets = 0
         self.seq = 0
@@ -297,6 +309,9 @@ class Load(threading.Thread):
         try:
             if self.ops.set(key, str(self.seq)):
                 self.acked[key] = self.seq
+                h = self.history.setdefault(key, [])
+                h.append((self.seq, now()))
+                del h[:-HISTORY]
                 self.sets += 1
             else:
                 self._error("set", key, "not stored")
@@ -316,7 +331,21 @@ class Load(threading.Thread):
         self.reads.append(t)
         have = int(got) if got is not None else 0
         if have < want:
-            self.stale.append((t, key, got, want))
+            self.stale.append((t, key, got, want, self._age(key, have, t)))
+
+    def _age(self, key, have, t):
+        """How long before `t` the oldest acknowledged write of `key` newer
+        than `have` was acknowledged (as old as the run if it is no longer
+        in the history)."""
+        for seq, at in self.history.get(key, []):
+            if seq > have:
+                return t - at
+        return float("inf")
+
+    def stale_past_lag(self, since=0.0, until=float("inf")):
+        """The stale reads in [since, until) older than LAG_GRACE."""
+        return [s for s in self.stale
+                if since <= s[0] < until and s[4] > LAG_GRACE]
 
     def run(self):
         i = 0
@@ -438,8 +467,9 @@ def run_failover(title, loads, client_check, back_after, victim=0,
                     e[0] - t_kill, e[1], e[2], e[3]))
             for s in stale_after[:5]:
                 print("  stale read at +%.3f s (%.3f s after the restart): "
-                      "%s = %s, acknowledged %d" % (
-                          s[0] - t_kill, s[0] - t_restart, s[1], s[2], s[3]))
+                      "%s = %s, acknowledged %d %.4f s before" % (
+                          s[0] - t_kill, s[0] - t_restart, s[1], s[2], s[3],
+                          s[4]))
             check(ld.crashed is None, "%s: the load ran (%r)" % (
                 ld.label, ld.crashed))
             check(k > 0, "%s: writes were acknowledged while kurad %d was "
@@ -452,8 +482,9 @@ def run_failover(title, loads, client_check, back_after, victim=0,
                 check(first is None or last - first <= max_error_s,
                       "%s: errors for at most %.1f s after the kill" % (
                           ld.label, max_error_s))
-            check(not stale_after, "%s: no read after the restart older than "
-                  "what was acknowledged before it" % ld.label)
+            check(not ld.stale_past_lag(t_restart0),
+                  "%s: no read after the restart older than what was "
+                  "acknowledged %.2f s before it" % (ld.label, LAG_GRACE))
         check(caught is not None and caught2 is not None,
               "the pair caught up after the restart and after the load")
         check(sets_back > 0, "the clients came back to kurad %d within "
