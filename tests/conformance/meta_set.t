@@ -125,11 +125,15 @@ send "ms ms:t 1 T-1\r\nx\r\n"
 expect "HD\r\n"
 send "mg ms:t v\r\n"
 expect "EN\r\n"
-send "ms ms:t 1 T1\r\nx\r\n"
+# T2, not T1: an item stored with T1 expires at the next tick of the
+# server's one-second clock, which may fall between the set and the get
+# (kurad's set waits for an fdatasync). T2 lives more than 1 s and at most
+# 2 s, so the get finds it and the wait outlives it.
+send "ms ms:t 1 T2\r\nx\r\n"
 expect "HD\r\n"
 send "mg ms:t t v\r\n"
-expect "VA 1 t{int:0..1}\r\nx\r\n"
-# wait for the 1 s TTL to pass (server clock resolution 1 s)
+expect "VA 1 t{int:1..2}\r\nx\r\n"
+# wait for the 2 s TTL to pass (server clock resolution 1 s)
 wait 2.1
 send "mg ms:t v\r\n"
 expect "EN\r\n"
