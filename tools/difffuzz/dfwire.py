@@ -304,6 +304,11 @@ class Normaliser:
             return ("VALUE",) + tuple(toks[1:4]) + (self.cas(int(toks[4])),)
         if head == b"ME" and len(toks) >= 2:
             return self._me(toks)
+        if len(toks) >= 3 and toks[-1].startswith(b"size=") and \
+                any(t.startswith(b"exp=") for t in toks):
+            # The rest of an ME line whose key (sent base64, echoed raw)
+            # holds a line break: the same fields, after the key's tail.
+            return self._me([b"ME"] + toks)
         if head in META_REPLIES:
             return (head,) + tuple(self._meta_flag(t) for t in toks[1:])
         return ("line", line)
