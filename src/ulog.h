@@ -341,6 +341,13 @@ int ulog_watch(struct ulog *u, void (*fn)(void *arg), void *arg);
 bool ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn);
 
 /*
+ * True if a ulog_want_sync() now would issue the sync in the calling
+ * thread (U14: "always", the threads running, none in flight). A hint
+ * for what to do before asking: another thread may start one meanwhile.
+ */
+bool ulog_would_lead(struct ulog *u);
+
+/*
  * Highest lsn below which every record has been applied to the database
  * (U4); a snapshot of the database taken now holds at least those.
  */

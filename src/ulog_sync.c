@@ -222,6 +222,15 @@ _lead_sync_locked(struct ulog *u, struct watcher *w, uint64_t lsn)
 }
 
 bool
+ulog_would_lead(struct ulog *u)
+{
+    pthread_mutex_lock(&u->lock);
+    bool lead = ulog_leads_syncs_locked(u) && !ulog_sync_busy_locked(u);
+    pthread_mutex_unlock(&u->lock);
+    return lead;
+}
+
+bool
 ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn)
 {
     pthread_mutex_lock(&u->lock);
