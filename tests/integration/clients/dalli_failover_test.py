@@ -90,7 +90,7 @@ def main():
         return 77
     try:
         rc = run_failover(
-            "dalli binary, failover: true socket_timeout: 0.5 "
+            "dalli binary, failover: true socket_timeout: 2 "
             "socket_max_failures: 1 socket_failure_delay: 0.01 "
             "down_retry_delay: %d" % DOWN_RETRY_DELAY, loads,
             lambda ld, key: ld.ops.get(key),

@@ -29,7 +29,7 @@ Dalli.logger.level = Logger::WARN
 dc = Dalli::Client.new(servers,
                        failover: true,          # a down server's keys go
                                                 # to the next on the ring
-                       socket_timeout: 0.5,     # connect, read, write (s)
+                       socket_timeout: 2,       # connect, read, write (s)
                        socket_max_failures: 1,  # down after one failure
                        socket_failure_delay: 0.01,
                        down_retry_delay: down_retry_delay)
