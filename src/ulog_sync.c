@@ -221,11 +221,19 @@ _lead_sync_locked(struct ulog *u, struct watcher *w, uint64_t lsn)
     return true;
 }
 
+/* U14: a thread asking now would issue the sync itself. The caller
+ * holds the lock. */
+static bool
+_would_lead_locked(const struct ulog *u)
+{
+    return ulog_leads_syncs_locked(u) && !ulog_sync_busy_locked(u);
+}
+
 bool
 ulog_would_lead(struct ulog *u)
 {
     pthread_mutex_lock(&u->lock);
-    bool lead = ulog_leads_syncs_locked(u) && !ulog_sync_busy_locked(u);
+    bool lead = _would_lead_locked(u);
     pthread_mutex_unlock(&u->lock);
     return lead;
 }
@@ -247,8 +255,7 @@ ulog_want_sync(struct ulog *u, int watcher, uint64_t lsn)
         now.fn(now.arg);
         return false;
     }
-    if (ulog_leads_syncs_locked(u) && !ulog_sync_busy_locked(u) &&
-        _lead_sync_locked(u, w, lsn)) {
+    if (_would_lead_locked(u) && _lead_sync_locked(u, w, lsn)) {
         pthread_mutex_unlock(&u->lock);
         return true;
     }
@@ -289,8 +296,7 @@ ulog_notify_locked(struct ulog *u, bool all)
             }
         }
     }
-    if (oldest >= 0 && !ulog_sync_busy_locked(u) &&
-        ulog_leads_syncs_locked(u)) {
+    if (oldest >= 0 && _would_lead_locked(u)) {
         /* U14: nobody else syncs for it; called back, it asks again and
          * leads the next sync (or is told by one begun meanwhile). */
         u->watchers[oldest].want = 0;

@@ -15,8 +15,9 @@
 #include "util.h"
 
 /* The most writes a pass may have staged and still serve once more
- * before its worker leads an fdatasync (_main). Measured: 64 connections
- * gain from it, 10,000 lose (etc/tuning-experiments.md). */
+ * before its worker leads an fdatasync (_main). A larger pass already
+ * fills the sync: without the bound, 10,000 connections lost to the
+ * delay (etc/tuning-experiments.md, "Serve once more before syncing"). */
 #define WORKER_GATHER_MAX 32
 
 static void
