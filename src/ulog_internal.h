@@ -38,6 +38,22 @@
 #define ULOG_PREPARE_LOW ((uint64_t)4 << 20)
 #define ULOG_PREPARE_CHUNK ((size_t)64 << 10)
 
+/*
+ * The log is written once and read again only by a reader that falls
+ * behind (a lagging replication sender, redo, a backup), yet its pages
+ * stay in the page cache until the segment is removed. Under a memory
+ * limit they crowd out the database's pages (36 MiB of 256 at 1x under
+ * Zipf load), and on a shared machine they push out other programs'
+ * pages. So the sync thread drops synced pages from the cache once they
+ * are ULOG_DROP_BEHIND behind the synced end, ULOG_DROP_STEP at a time;
+ * readers close behind the writes still find theirs in memory. Only
+ * synced (clean) pages are dropped: POSIX_FADV_DONTNEED never discards
+ * data, it skips a dirty page, and a page dropped is read back from disk
+ * when asked for.
+ */
+#define ULOG_DROP_BEHIND ((uint64_t)4 << 20)
+#define ULOG_DROP_STEP ((uint64_t)1 << 20)
+
 struct segment {
     uint64_t no;
     uint64_t base_lsn; /* lsn of the last record before this segment */
@@ -131,6 +147,10 @@ struct ulog {
     uint64_t syncing_lsn;  /* covered by an fdatasync in progress */
     uint64_t wait_lsn;     /* a thread blocks in ulog_wait_durable() */
     uint64_t last_sync_ms; /* when the last fdatasync finished */
+    uint64_t synced_no;    /* the segment the last fdatasync covered ... */
+    uint64_t synced_off;   /* ... up to this offset (ULOG_DROP_BEHIND) */
+    uint64_t dropped_no;   /* the segment whose pages are dropped ... */
+    uint64_t dropped_off;  /* ... from the cache up to here */
     int sync_fd;           /* descriptor an fdatasync is using, or -1:
                               one is in flight (U14) */
     int retired_fd;        /* rotated out while in use: close after it */

@@ -12,6 +12,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,9 @@ _sync_locked(struct ulog *u)
     /* A rotation meanwhile must not close this descriptor under us: it
      * leaves it in retired_fd instead (see _create_segment). */
     int fd = u->active_fd;
+    const struct segment *active = &u->segs[u->nsegs - 1];
+    uint64_t seg_no = active->no;
+    uint64_t seg_end = active->size; /* where `target` ends (U13) */
     u->sync_fd = fd;
     if (target > u->syncing_lsn) {
         u->syncing_lsn = target;
@@ -142,6 +146,11 @@ _sync_locked(struct ulog *u)
     assert(target <= u->last_lsn);
     if (target > u->synced_lsn) {
         u->synced_lsn = target;
+    }
+    if (seg_no > u->synced_no ||
+        (seg_no == u->synced_no && seg_end > u->synced_off)) {
+        u->synced_no = seg_no;
+        u->synced_off = seg_end;
     }
     assert(u->synced_lsn <= u->last_lsn); /* U10, U12 */
     (void)ulog_peer_refresh_locked(u); /* U11: releases only in fallback */
@@ -381,6 +390,42 @@ _prepare_locked(struct ulog *u)
 }
 
 /*
+ * Drops the active segment's synced pages from the page cache, all but the
+ * last ULOG_DROP_BEHIND of them (see there); the caller holds the lock,
+ * released during the call.
+ */
+static void
+_drop_behind_locked(struct ulog *u)
+{
+    const struct segment *active = &u->segs[u->nsegs - 1];
+    if (u->synced_no != active->no || u->synced_off < ULOG_DROP_BEHIND) {
+        return; /* nothing of this segment is synced far enough behind */
+    }
+    if (u->dropped_no != active->no) {
+        u->dropped_no = active->no;
+        u->dropped_off = 0;
+    }
+    /* Whole steps, so that no page straddles two calls' ranges (a call
+     * keeps the partial pages at its ends). */
+    uint64_t to = (u->synced_off - ULOG_DROP_BEHIND) / ULOG_DROP_STEP *
+                  ULOG_DROP_STEP;
+    if (to <= u->dropped_off) {
+        return;
+    }
+    int fd = dup(u->active_fd); /* a rotation may close the active one */
+    if (fd < 0) {
+        return;
+    }
+    uint64_t from = u->dropped_off;
+    u->dropped_off = to;
+    pthread_mutex_unlock(&u->lock);
+    (void)posix_fadvise(fd, (off_t)from, (off_t)(to - from),
+                        POSIX_FADV_DONTNEED);
+    close(fd);
+    pthread_mutex_lock(&u->lock);
+}
+
+/*
  * Under "always": milliseconds until what is written must be synced, 0 for
  * now (a worker waits to answer on it), UINT64_MAX when nothing is
  * pending. The caller holds the lock.
@@ -556,6 +601,7 @@ ulog_sync_main(void *arg)
             wait_ms = due < wait_ms ? due : wait_ms;
         }
         _prepare_locked(u);
+        _drop_behind_locked(u);
         if (beat && !u->failed) {
             uint64_t now = util_mono_ms();
             if (now >= next_sync) {
