@@ -44,9 +44,10 @@
  * stay in the page cache until the segment is removed. Under a memory
  * limit they crowd out the database's pages (36 MiB of 256 at 1x under
  * Zipf load), and on a shared machine they push out other programs'
- * pages. So the sync thread drops synced pages from the cache once they
- * are ULOG_DROP_BEHIND behind the synced end, ULOG_DROP_STEP at a time;
- * readers close behind the writes still find theirs in memory. Only
+ * pages. So whenever the synced end has moved ULOG_DROP_STEP further,
+ * the sync thread drops the active segment's pages from its start to
+ * ULOG_DROP_BEHIND behind that end; readers close behind the writes
+ * still find theirs in memory. Only
  * synced (clean) pages are dropped: POSIX_FADV_DONTNEED never discards
  * data, it skips a dirty page, and a page dropped is read back from disk
  * when asked for.

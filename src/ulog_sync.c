@@ -405,8 +405,7 @@ _drop_behind_locked(struct ulog *u)
         u->dropped_no = active->no;
         u->dropped_off = 0;
     }
-    /* Whole steps, so that no page straddles two calls' ranges (a call
-     * keeps the partial pages at its ends). */
+    /* One call per ULOG_DROP_STEP of log, not one per sync. */
     uint64_t to = (u->synced_off - ULOG_DROP_BEHIND) / ULOG_DROP_STEP *
                   ULOG_DROP_STEP;
     if (to <= u->dropped_off) {
@@ -416,11 +415,11 @@ _drop_behind_locked(struct ulog *u)
     if (fd < 0) {
         return;
     }
-    uint64_t from = u->dropped_off;
     u->dropped_off = to;
     pthread_mutex_unlock(&u->lock);
-    (void)posix_fadvise(fd, (off_t)from, (off_t)(to - from),
-                        POSIX_FADV_DONTNEED);
+    /* From the start: pages a reader behind (a lagging sender, redo)
+     * brought back go too. The kernel skips the ranges not cached. */
+    (void)posix_fadvise(fd, 0, (off_t)to, POSIX_FADV_DONTNEED);
     close(fd);
     pthread_mutex_lock(&u->lock);
 }
