@@ -47,10 +47,9 @@
  * pages. So whenever the synced end has moved ULOG_DROP_STEP further,
  * the sync thread drops the active segment's pages from its start to
  * ULOG_DROP_BEHIND behind that end; readers close behind the writes
- * still find theirs in memory. Only
- * synced (clean) pages are dropped: POSIX_FADV_DONTNEED never discards
- * data, it skips a dirty page, and a page dropped is read back from disk
- * when asked for.
+ * still find theirs in memory. Only synced (clean) pages are in that
+ * range, and POSIX_FADV_DONTNEED never discards data: it skips a dirty
+ * page, and a page dropped is read back from disk when asked for.
  */
 #define ULOG_DROP_BEHIND ((uint64_t)4 << 20)
 #define ULOG_DROP_STEP ((uint64_t)1 << 20)
