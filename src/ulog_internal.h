@@ -149,8 +149,7 @@ struct ulog {
     uint64_t last_sync_ms; /* when the last fdatasync finished */
     uint64_t synced_no;    /* the segment the last fdatasync covered ... */
     uint64_t synced_off;   /* ... up to this offset (ULOG_DROP_BEHIND) */
-    uint64_t dropped_no;   /* the segment whose pages are dropped ... */
-    uint64_t dropped_off;  /* ... from the cache up to here */
+    uint64_t dropped_off;  /* ... and its pages dropped up to here */
     int sync_fd;           /* descriptor an fdatasync is using, or -1:
                               one is in flight (U14) */
     int retired_fd;        /* rotated out while in use: close after it */

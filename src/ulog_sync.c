@@ -149,6 +149,9 @@ _sync_locked(struct ulog *u)
     }
     if (seg_no > u->synced_no ||
         (seg_no == u->synced_no && seg_end > u->synced_off)) {
+        if (seg_no != u->synced_no) {
+            u->dropped_off = 0; /* nothing of a new segment dropped yet */
+        }
         u->synced_no = seg_no;
         u->synced_off = seg_end;
     }
@@ -400,10 +403,6 @@ _drop_behind_locked(struct ulog *u)
     const struct segment *active = &u->segs[u->nsegs - 1];
     if (u->synced_no != active->no || u->synced_off < ULOG_DROP_BEHIND) {
         return; /* nothing of this segment is synced far enough behind */
-    }
-    if (u->dropped_no != active->no) {
-        u->dropped_no = active->no;
-        u->dropped_off = 0;
     }
     /* One call per ULOG_DROP_STEP of log, not one per sync. */
     uint64_t to = (u->synced_off - ULOG_DROP_BEHIND) / ULOG_DROP_STEP *
