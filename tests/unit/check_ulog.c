@@ -19,29 +19,25 @@
 #include "logrec.h"
 #include "record.h"
 #include "ulog.h"
+#include "ulog_fixture.h"
 #include "unit_main.h"
 #include "unit_tmpdir.h"
 #include "util.h"
 
-static char dir[UNIT_TMPDIR_MAX];
-static struct logger lg;
-static struct clock clk;
+static struct ulog_fixture fx;
 static uint64_t peers_acked = UINT64_MAX;
 
 static void
 _setup(void)
 {
-    unit_tmpdir_make(dir, sizeof(dir), "check_ulog");
-    log_open(&lg, "/dev/null", LOG_ERROR);
-    clock_init(&clk, 0);
+    ulog_fixture_setup(&fx, "check_ulog");
     peers_acked = UINT64_MAX;
 }
 
 static void
 _teardown(void)
 {
-    unit_tmpdir_remove(dir);
-    log_close(&lg);
+    ulog_fixture_teardown(&fx);
 }
 
 static uint64_t
@@ -56,21 +52,10 @@ _open_policy(uint64_t segment_max, uint32_t keep, enum ulog_fsync fsync,
              struct ulog_recovery *rec)
 {
     struct ulog_options o;
-    char err[256];
-    memset(&o, 0, sizeof(o));
-    snprintf(o.dir, sizeof(o.dir), "%s/ulog", dir);
-    o.segment_max = segment_max;
+    ulog_fixture_options(&fx, &o, fsync, segment_max);
     o.keep_segments = keep;
-    o.fsync = fsync;
-    o.sid = 1;
-    o.checkpoint_ms = 1000000;
-    o.checkpoint_bytes = UINT64_MAX;
-    o.clock = &clk;
-    o.log = &lg;
     o.peers_acked = _acked;
-    struct ulog *u = ulog_open(&o, rec, err, sizeof(err));
-    ck_assert_msg(u != NULL, "%s", err);
-    return u;
+    return ulog_fixture_open(&o, rec);
 }
 
 static struct ulog *
@@ -335,7 +320,7 @@ END_TEST
 static void
 _segment_path(char *out, size_t len, int no)
 {
-    snprintf(out, len, "%s/ulog/%08d.ulog", dir, no);
+    snprintf(out, len, "%s/ulog/%08d.ulog", fx.dir, no);
 }
 
 static void
@@ -567,21 +552,11 @@ START_TEST(test_checkpoint_when_database_grew)
 {
     struct ulog_options o;
     struct ulog_recovery rec;
-    char err[256];
-    memset(&o, 0, sizeof(o));
-    snprintf(o.dir, sizeof(o.dir), "%s/ulog", dir);
-    o.segment_max = 1 << 20;
-    o.fsync = ULOG_FSYNC_NEVER;
-    o.sid = 1;
-    o.checkpoint_ms = 1000000;
-    o.checkpoint_bytes = UINT64_MAX;
+    ulog_fixture_options(&fx, &o, ULOG_FSYNC_NEVER, 1 << 20);
     o.checkpoint_growth = 1 << 20;
-    o.clock = &clk;
-    o.log = &lg;
     o.db_size = _db_size;
     atomic_store(&db_bytes, 50 << 20); /* a large database to start with */
-    struct ulog *u = ulog_open(&o, &rec, err, sizeof(err));
-    ck_assert_msg(u != NULL, "%s", err);
+    struct ulog *u = ulog_fixture_open(&o, &rec);
     ck_assert_int_eq(ulog_start(u), 0);
     _append(u, "a", "1");
     atomic_fetch_add(&db_bytes, 1 << 19); /* half the bound */
@@ -623,21 +598,11 @@ START_TEST(test_checkpoint_when_dirty)
 {
     struct ulog_options o;
     struct ulog_recovery rec;
-    char err[256];
-    memset(&o, 0, sizeof(o));
-    snprintf(o.dir, sizeof(o.dir), "%s/ulog", dir);
-    o.segment_max = 1 << 20;
-    o.fsync = ULOG_FSYNC_NEVER;
-    o.sid = 1;
-    o.checkpoint_ms = 1000000;
-    o.checkpoint_bytes = UINT64_MAX;
+    ulog_fixture_options(&fx, &o, ULOG_FSYNC_NEVER, 1 << 20);
     o.checkpoint_dirty = 32 << 20;
     o.db_dirty = _db_dirty;
-    o.clock = &clk;
-    o.log = &lg;
     atomic_store(&dirty_bytes, 31 << 20);
-    struct ulog *u = ulog_open(&o, &rec, err, sizeof(err));
-    ck_assert_msg(u != NULL, "%s", err);
+    struct ulog *u = ulog_fixture_open(&o, &rec);
     ck_assert_int_eq(ulog_start(u), 0);
     _append(u, "a", "1");
     struct ulog_stats st;
@@ -686,24 +651,14 @@ START_TEST(test_write_back_when_dirty)
 {
     struct ulog_options o;
     struct ulog_recovery rec;
-    char err[256];
-    memset(&o, 0, sizeof(o));
-    snprintf(o.dir, sizeof(o.dir), "%s/ulog", dir);
-    o.segment_max = 1 << 20;
-    o.fsync = ULOG_FSYNC_NEVER;
-    o.sid = 1;
-    o.checkpoint_ms = 1000000;
-    o.checkpoint_bytes = UINT64_MAX;
+    ulog_fixture_options(&fx, &o, ULOG_FSYNC_NEVER, 1 << 20);
     o.checkpoint_dirty = 32 << 20;
     o.writeback_dirty = 16 << 20;
     o.db_dirty = _db_dirty;
     o.db_write_back = _db_write_back;
-    o.clock = &clk;
-    o.log = &lg;
     atomic_store(&dirty_bytes, 15 << 20);
     atomic_store(&write_backs, 0);
-    struct ulog *u = ulog_open(&o, &rec, err, sizeof(err));
-    ck_assert_msg(u != NULL, "%s", err);
+    struct ulog *u = ulog_fixture_open(&o, &rec);
     ck_assert_int_eq(ulog_start(u), 0);
     _append(u, "a", "1");
     uint64_t deadline = util_mono_ms() + 300;

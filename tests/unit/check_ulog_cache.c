@@ -18,48 +18,31 @@
 #include "logrec.h"
 #include "record.h"
 #include "ulog.h"
+#include "ulog_fixture.h"
 #include "unit_main.h"
 #include "unit_tmpdir.h"
 #include "util.h"
 
-static char dir[UNIT_TMPDIR_MAX];
-static struct logger lg;
-static struct clock clk;
+static struct ulog_fixture fx;
 
 static void
 _setup(void)
 {
-    unit_tmpdir_make(dir, sizeof(dir), "check_ulog_cache");
-    log_open(&lg, "/dev/null", LOG_ERROR);
-    clock_init(&clk, 0);
+    ulog_fixture_setup(&fx, "check_ulog_cache");
 }
 
 static void
 _teardown(void)
 {
-    unit_tmpdir_remove(dir);
-    log_close(&lg);
+    ulog_fixture_teardown(&fx);
 }
 
 static struct ulog *
 _open_always(void)
 {
     struct ulog_options o;
-    struct ulog_recovery rec;
-    char err[256];
-    memset(&o, 0, sizeof(o));
-    snprintf(o.dir, sizeof(o.dir), "%s/ulog", dir);
-    o.segment_max = (uint64_t)64 << 20;
-    o.keep_segments = 0;
-    o.fsync = ULOG_FSYNC_ALWAYS;
-    o.sid = 1;
-    o.checkpoint_ms = 1000000;
-    o.checkpoint_bytes = UINT64_MAX;
-    o.clock = &clk;
-    o.log = &lg;
-    struct ulog *u = ulog_open(&o, &rec, err, sizeof(err));
-    ck_assert_msg(u != NULL, "%s", err);
-    return u;
+    ulog_fixture_options(&fx, &o, ULOG_FSYNC_ALWAYS, (uint64_t)64 << 20);
+    return ulog_fixture_open(&o, NULL);
 }
 
 /* Resident pages of `path` in [from, to), or -1 if it cannot tell. */
@@ -97,7 +80,7 @@ static bool
 _drops_pages(void)
 {
     char path[UNIT_TMPDIR_MAX + 16];
-    unit_tmpdir_path(path, sizeof(path), dir, "probe");
+    unit_tmpdir_path(path, sizeof(path), fx.dir, "probe");
     int fd = open(path, O_CREAT | O_RDWR, 0600);
     ck_assert_int_ge(fd, 0);
     static char block[1 << 16];
@@ -170,7 +153,7 @@ START_TEST(test_synced_pages_leave_the_cache)
     const uint64_t total = (uint64_t)16 << 20;
     _fill(u, total);
     char seg[UNIT_TMPDIR_MAX + 32];
-    snprintf(seg, sizeof(seg), "%s/ulog/%08d.ulog", dir, 1);
+    snprintf(seg, sizeof(seg), "%s/ulog/%08d.ulog", fx.dir, 1);
     const size_t behind = (size_t)10 << 20; /* wholly past 4 MiB + a step */
     long left = _wait_uncached(seg, behind);
     ck_assert_msg(left == 0, "%ld pages of the first 10 MiB still cached",

@@ -28,6 +28,7 @@
 #include "logrec.h"
 #include "record.h"
 #include "ulog.h"
+#include "ulog_fixture.h"
 #include "unit_main.h"
 #include "unit_tmpdir.h"
 #include "util.h"
@@ -119,24 +120,19 @@ _open_gate(void)
     pthread_mutex_unlock(&gate_lock);
 }
 
-static char dir[UNIT_TMPDIR_MAX];
-static struct logger lg;
-static struct clock clk;
+static struct ulog_fixture fx;
 
 static void
 _setup(void)
 {
-    unit_tmpdir_make(dir, sizeof(dir), "check_ulog_claims");
-    log_open(&lg, "/dev/null", LOG_ERROR);
-    clock_init(&clk, 0);
+    ulog_fixture_setup(&fx, "check_ulog_claims");
 }
 
 static void
 _teardown(void)
 {
     _open_gate();
-    unit_tmpdir_remove(dir);
-    log_close(&lg);
+    ulog_fixture_teardown(&fx);
 }
 
 /* No peer has anything: every segment is kept for the readers. */
@@ -151,20 +147,10 @@ static struct ulog *
 _open_policy(const char *sub, enum ulog_fsync fsync, struct ulog_recovery *rec)
 {
     struct ulog_options o;
-    char err[256];
-    memset(&o, 0, sizeof(o));
-    snprintf(o.dir, sizeof(o.dir), "%s/%s", dir, sub);
-    o.segment_max = 1 << 20;
-    o.fsync = fsync;
-    o.sid = 1;
-    o.checkpoint_ms = 1000000;
-    o.checkpoint_bytes = UINT64_MAX;
-    o.clock = &clk;
-    o.log = &lg;
+    ulog_fixture_options(&fx, &o, fsync, 1 << 20);
+    snprintf(o.dir, sizeof(o.dir), "%s/%s", fx.dir, sub);
     o.peers_acked = _none_acked;
-    struct ulog *u = ulog_open(&o, rec, err, sizeof(err));
-    ck_assert_msg(u != NULL, "%s", err);
-    return u;
+    return ulog_fixture_open(&o, rec);
 }
 
 static struct ulog *
@@ -289,8 +275,8 @@ START_TEST(test_u13_written_end_waits_for_earlier_claims)
 
     char crashed[UNIT_TMPDIR_MAX + 16];
     char copy_of[UNIT_TMPDIR_MAX + 16];
-    snprintf(crashed, sizeof(crashed), "%s/crashed", dir);
-    snprintf(copy_of, sizeof(copy_of), "%s/ulog", dir);
+    snprintf(crashed, sizeof(crashed), "%s/crashed", fx.dir);
+    snprintf(copy_of, sizeof(copy_of), "%s/ulog", fx.dir);
     _copy(copy_of, crashed);
 
     _open_gate();

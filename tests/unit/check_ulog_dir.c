@@ -27,6 +27,7 @@
 #include "logrec.h"
 #include "record.h"
 #include "ulog.h"
+#include "ulog_fixture.h"
 #include "unit_main.h"
 #include "unit_tmpdir.h"
 
@@ -170,16 +171,12 @@ __wrap_fsync(int fd)
 
 /* ------------------------------------------------------------------ */
 
-static char dir[UNIT_TMPDIR_MAX];
-static struct logger lg;
-static struct clock clk;
+static struct ulog_fixture fx;
 
 static void
 _setup(void)
 {
-    unit_tmpdir_make(dir, sizeof(dir), "check_ulog_dir");
-    log_open(&lg, "/dev/null", LOG_ERROR);
-    clock_init(&clk, 0);
+    ulog_fixture_setup(&fx, "check_ulog_dir");
     pthread_mutex_lock(&dirs_lock);
     ndirs = 0;
     recording = true;
@@ -192,8 +189,7 @@ _teardown(void)
     pthread_mutex_lock(&dirs_lock);
     recording = false;
     pthread_mutex_unlock(&dirs_lock);
-    log_close(&lg);
-    unit_tmpdir_remove(dir);
+    ulog_fixture_teardown(&fx);
 }
 
 /* U8: every directory that changed has been synced since; returns how
@@ -224,21 +220,10 @@ static struct ulog *
 _open(struct ulog_recovery *rec)
 {
     struct ulog_options o;
-    char err[256];
-    memset(&o, 0, sizeof(o));
-    snprintf(o.dir, sizeof(o.dir), "%s/ulog", dir);
-    o.segment_max = 2048;
+    ulog_fixture_options(&fx, &o, ULOG_FSYNC_NEVER, 2048);
     o.keep_segments = 2;
-    o.fsync = ULOG_FSYNC_NEVER;
-    o.sid = 1;
-    o.checkpoint_ms = 1000000;
-    o.checkpoint_bytes = UINT64_MAX;
-    o.clock = &clk;
-    o.log = &lg;
     o.peers_acked = _acked_nothing;
-    struct ulog *u = ulog_open(&o, rec, err, sizeof(err));
-    ck_assert_msg(u != NULL, "%s", err);
-    return u;
+    return ulog_fixture_open(&o, rec);
 }
 
 static uint64_t

@@ -18,27 +18,23 @@
 #include "repl_proto.h"
 #include "ulog.h"
 #include "ulog_peer.h"
+#include "ulog_fixture.h"
 #include "unit_main.h"
 #include "unit_tmpdir.h"
 #include "util.h"
 
-static char dir[UNIT_TMPDIR_MAX];
-static struct logger lg;
-static struct clock clk;
+static struct ulog_fixture fx;
 
 static void
 _setup(void)
 {
-    unit_tmpdir_make(dir, sizeof(dir), "check_ulog_peer");
-    log_open(&lg, "/dev/null", LOG_ERROR);
-    clock_init(&clk, 0);
+    ulog_fixture_setup(&fx, "check_ulog_peer");
 }
 
 static void
 _teardown(void)
 {
-    unit_tmpdir_remove(dir);
-    log_close(&lg);
+    ulog_fixture_teardown(&fx);
 }
 
 static struct ulog *
@@ -46,20 +42,9 @@ _open(enum ulog_fsync fsync, uint32_t fsync_ms)
 {
     struct ulog_options o;
     struct ulog_recovery rec;
-    char err[256];
-    memset(&o, 0, sizeof(o));
-    snprintf(o.dir, sizeof(o.dir), "%s/ulog", dir);
-    o.segment_max = 1 << 20;
-    o.fsync = fsync;
+    ulog_fixture_options(&fx, &o, fsync, 1 << 20);
     o.fsync_ms = fsync_ms;
-    o.sid = 1;
-    o.checkpoint_ms = 1000000;
-    o.checkpoint_bytes = UINT64_MAX;
-    o.clock = &clk;
-    o.log = &lg;
-    struct ulog *u = ulog_open(&o, &rec, err, sizeof(err));
-    ck_assert_msg(u != NULL, "%s", err);
-    return u;
+    return ulog_fixture_open(&o, &rec);
 }
 
 static uint64_t
