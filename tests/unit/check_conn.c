@@ -12,6 +12,7 @@
  * end the pass at a test-chosen lsn.
  */
 #include <check.h>
+#include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@ static char sent[8192];       /* what the client received */
 static size_t nsent;
 static unsigned sends;        /* send calls that carried bytes */
 static int client = -1;       /* the client's end of the pipe */
+static int failing_fd = -1;   /* sends on this descriptor fail (EPIPE) */
 
 static uint64_t
 _durable(void *arg)
@@ -55,7 +57,10 @@ static ssize_t
 _capture(void *arg, int fd, const void *data, size_t len)
 {
     (void)arg;
-    (void)fd;
+    if (fd == failing_fd) {
+        errno = EPIPE; /* the client went away */
+        return -1;
+    }
     ck_assert_uint_le(nsent + len, sizeof(sent) - 1);
     memcpy(sent + nsent, data, len);
     nsent += len;
@@ -90,6 +95,7 @@ _setup(void)
     host.send = _capture;
     durable_lsn = 0;
     log_failed = false;
+    failing_fd = -1;
     nsent = 0;
     sent[0] = '\0';
     sends = 0;
@@ -115,6 +121,21 @@ _connect(void)
     int p[2];
     ck_assert_int_eq(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
     client = p[1];
+    curr_conns++;
+    struct conn *c = conn_create(&host, p[0], false);
+    ck_assert_ptr_nonnull(c);
+    return c;
+}
+
+/* Another connection: its descriptor in `*fd`, the client's end in
+ * `*to`, which the caller closes. */
+static struct conn *
+_connect_another(int *to, int *fd)
+{
+    int p[2];
+    ck_assert_int_eq(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
+    *to = p[1];
+    *fd = p[0];
     curr_conns++;
     struct conn *c = conn_create(&host, p[0], false);
     ck_assert_ptr_nonnull(c);
@@ -218,6 +239,41 @@ START_TEST(test_t3_a_failed_log_closes_the_waiting)
 }
 END_TEST
 
+/*
+ * Three clients write in passes at lsns 1, 2 and 3, and the second writes
+ * again at lsn 5. Once lsn 3 is durable the second still waits, with its
+ * first reply safe to send; that send fails, which closes it and takes
+ * it off the wait list in the middle of the walk that releases the other
+ * two. Both must leave the list too, in whichever order it keeps them: a
+ * released connection left on it was freed once closed, and the next
+ * walk read freed memory.
+ */
+START_TEST(test_t3_a_failed_send_amid_releases_keeps_the_wait_list)
+{
+    const char *set = "set k 0 0 1\r\nv\r\n";
+    int to[3];
+    int fd[3];
+    for (int i = 0; i < 3; i++) {
+        (void)_connect_another(&to[i], &fd[i]);
+        ck_assert_int_eq(write(to[i], set, strlen(set)), (ssize_t)strlen(set));
+        ck_assert(_pass((uint64_t)i + 1));
+    }
+    ck_assert_int_eq(write(to[1], set, strlen(set)), (ssize_t)strlen(set));
+    ck_assert(_pass(5));
+    failing_fd = fd[1];
+    _durable_now(3);
+    ck_assert_str_eq(sent, "STORED\r\nSTORED\r\n");
+    ck_assert_ptr_null(host.wait_head);
+    (void)conn_host_end_pass(&host, 5); /* frees the closed one */
+    ck_assert_uint_eq(host.nconns, 2);
+    _durable_now(5);
+    ck_assert_ptr_null(host.wait_head);
+    for (int i = 0; i < 3; i++) {
+        close(to[i]);
+    }
+}
+END_TEST
+
 START_TEST(test_t3_release_points_merge_towards_the_later)
 {
     (void)_connect();
@@ -297,6 +353,7 @@ conn_suite(void)
     tcase_add_test(tc, test_a_pass_without_writes_answers_at_its_end);
     tcase_add_test(tc, test_t3_an_aborted_commit_answers_nothing);
     tcase_add_test(tc, test_t3_a_failed_log_closes_the_waiting);
+    tcase_add_test(tc, test_t3_a_failed_send_amid_releases_keeps_the_wait_list);
     tcase_add_test(tc, test_t3_release_points_merge_towards_the_later);
     tcase_add_test(tc, test_t3_shutdown_sends_only_what_is_safe);
     tcase_add_test(tc, test_quit_answers_what_came_before_then_closes);
