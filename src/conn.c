@@ -969,14 +969,8 @@ conn_host_durable(struct conn_host *h)
             *link = c->wait_next;
             c->waiting = false;
             _queue_send(c); /* the rest goes at the end of the pass */
-            _flush(c);
-            continue;
         }
-        /* A failed send closes it, which takes it off the list and points
-         * *link at the next: only a connection still waiting moves the
-         * link on (moved before, it pointed into the closed one, and a
-         * release after it unlinked nothing from the real list). */
-        _flush(c);
+        _flush(c); /* failing, it closes c: c leaves, *link is the next */
         if (c->waiting) {
             link = &c->wait_next;
         }
