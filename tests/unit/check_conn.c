@@ -114,21 +114,8 @@ _teardown(void)
     engine_fixture_process_teardown(&pf);
 }
 
-/* Opens a connection whose requests the test writes to `client`. */
-static struct conn *
-_connect(void)
-{
-    int p[2];
-    ck_assert_int_eq(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
-    client = p[1];
-    curr_conns++;
-    struct conn *c = conn_create(&host, p[0], false);
-    ck_assert_ptr_nonnull(c);
-    return c;
-}
-
-/* Another connection: its descriptor in `*fd`, the client's end in
- * `*to`, which the caller closes. */
+/* Opens a connection: its descriptor in `*fd`, the client's end in
+ * `*to`, where the test writes its requests. */
 static struct conn *
 _connect_another(int *to, int *fd)
 {
@@ -140,6 +127,15 @@ _connect_another(int *to, int *fd)
     struct conn *c = conn_create(&host, p[0], false);
     ck_assert_ptr_nonnull(c);
     return c;
+}
+
+/* Opens the connection whose requests the test writes to `client`
+ * (closed at teardown). */
+static struct conn *
+_connect(void)
+{
+    int fd;
+    return _connect_another(&client, &fd);
 }
 
 static void
